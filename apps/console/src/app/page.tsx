@@ -1,0 +1,62 @@
+import { redirect } from "next/navigation";
+import { StatusBars } from "@/components/status-bars";
+import { getConsoleUser } from "@/server/auth";
+import { getTenantOverview } from "@/server/overview";
+import { SignOutButton } from "./sign-out-button";
+
+export const dynamic = "force-dynamic";
+
+export default async function DashboardPage() {
+  const user = await getConsoleUser();
+  if (!user) redirect("/login");
+  const membership = user.memberships[0];
+
+  return (
+    <main className="mx-auto max-w-5xl p-6">
+      <header className="mb-8 flex items-center justify-between">
+        <div>
+          <h1 className="text-2xl font-semibold">Tick</h1>
+          <p className="text-sm text-slate-500">
+            Signed in as {user.email}
+            {membership ? ` · ${membership.tenantName} (${membership.role})` : ""}
+          </p>
+        </div>
+        <SignOutButton />
+      </header>
+      {membership ? <TenantDashboard tenantId={membership.tenantId} /> : (
+        <p className="text-slate-600">You are not a member of any tenant yet. Ask an owner to invite you.</p>
+      )}
+    </main>
+  );
+}
+
+async function TenantDashboard({ tenantId }: { tenantId: string }) {
+  const overview = await getTenantOverview(tenantId);
+  return (
+    <div className="grid gap-6 md:grid-cols-3">
+      <section className="rounded-xl border border-slate-200 bg-white p-5 md:col-span-2">
+        <h2 className="mb-4 font-medium">Jobs by status</h2>
+        <StatusBars counts={overview.jobsByStatus} />
+      </section>
+      <section className="space-y-4 rounded-xl border border-slate-200 bg-white p-5">
+        <h2 className="font-medium">Tenant</h2>
+        <dl className="grid grid-cols-2 gap-2 text-sm">
+          <dt className="text-slate-500">Queues</dt>
+          <dd data-testid="queue-count">{overview.queues.length}</dd>
+          <dt className="text-slate-500">Schedules</dt>
+          <dd>{overview.schedules}</dd>
+          <dt className="text-slate-500">Active API keys</dt>
+          <dd>{overview.apiKeys}</dd>
+        </dl>
+        <ul className="text-sm">
+          {overview.queues.map((q) => (
+            <li key={q.name} className="flex justify-between">
+              <span>{q.name}</span>
+              <span className={q.paused ? "text-amber-600" : "text-emerald-600"}>{q.paused ? "paused" : "running"}</span>
+            </li>
+          ))}
+        </ul>
+      </section>
+    </div>
+  );
+}

@@ -1,0 +1,82 @@
+import type { NextAuthOptions } from "next-auth";
+import CredentialsProvider from "next-auth/providers/credentials";
+import { getServerSession } from "next-auth";
+import { verifyPassword } from "@tick/db";
+import { getContext } from "./context";
+import { getEnv } from "./env";
+
+export type ConsoleRole = "owner" | "admin" | "operator" | "viewer";
+
+export interface ConsoleMembership {
+  tenantId: string;
+  tenantSlug: string;
+  tenantName: string;
+  role: ConsoleRole;
+}
+
+/** Session user as the console sees it: who, and which tenants with which role. */
+export interface ConsoleUser {
+  id: string;
+  email: string;
+  name: string | null;
+  memberships: ConsoleMembership[];
+}
+
+export function authOptions(): NextAuthOptions {
+  return {
+    secret: getEnv().NEXTAUTH_SECRET,
+    session: { strategy: "jwt", maxAge: 8 * 60 * 60 },
+    pages: { signIn: "/login" },
+    providers: [
+      CredentialsProvider({
+        name: "Email and password",
+        credentials: { email: { label: "Email", type: "email" }, password: { label: "Password", type: "password" } },
+        async authorize(credentials) {
+          const email = credentials?.email?.trim().toLowerCase();
+          const password = credentials?.password ?? "";
+          if (!email || !password) return null;
+          const user = await getContext().prisma.user.findUnique({ where: { email } });
+          // Same work whether or not the user exists would be better; scrypt dominates either way.
+          if (!user?.passwordHash || !(await verifyPassword(password, user.passwordHash))) return null;
+          return { id: user.id, email: user.email, name: user.name };
+        },
+      }),
+    ],
+    callbacks: {
+      async jwt({ token, user }) {
+        if (user) token.sub = user.id;
+        return token;
+      },
+      async session({ session, token }) {
+        if (session.user && token.sub) (session.user as { id?: string }).id = token.sub;
+        return session;
+      },
+    },
+  };
+}
+
+/**
+ * The signed-in user with memberships read fresh from the database on each request, so a revoked
+ * membership or a changed role takes effect at once (the JWT carries only the user id).
+ */
+export async function getConsoleUser(): Promise<ConsoleUser | null> {
+  const session = await getServerSession(authOptions());
+  const id = (session?.user as { id?: string } | undefined)?.id;
+  if (!id) return null;
+  const user = await getContext().prisma.user.findUnique({
+    where: { id },
+    include: { memberships: { include: { tenant: true }, orderBy: { createdAt: "asc" } } },
+  });
+  if (!user) return null;
+  return {
+    id: user.id,
+    email: user.email,
+    name: user.name,
+    memberships: user.memberships.map((m) => ({
+      tenantId: m.tenantId,
+      tenantSlug: m.tenant.slug,
+      tenantName: m.tenant.name,
+      role: m.role,
+    })),
+  };
+}

@@ -1,0 +1,33 @@
+import { Redis } from "ioredis";
+import { createPool, createPrismaClient, type PrismaClient } from "@tick/db";
+import { createLogger, type Logger } from "@tick/runtime";
+import type pg from "pg";
+import { getEnv } from "./env";
+
+export interface ConsoleContext {
+  prisma: PrismaClient;
+  pool: pg.Pool;
+  redis: Redis;
+  logger: Logger;
+}
+
+// Kept on globalThis so `next dev` hot reloads do not open a new pool per edit.
+const holder = globalThis as unknown as { __tickConsole?: ConsoleContext };
+
+/** Lazily wired shared clients (never at module load: `next build` imports routes without a database). */
+export function getContext(): ConsoleContext {
+  if (!holder.__tickConsole) {
+    const env = getEnv();
+    const logger = createLogger({ name: "console", level: env.LOG_LEVEL });
+    const redis = new Redis(env.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
+    redis.on("error", (err) => logger.warn({ err: err.message }, "redis connection error"));
+    redis.connect().catch(() => {});
+    holder.__tickConsole = {
+      prisma: createPrismaClient(env.DATABASE_URL),
+      pool: createPool(env.DATABASE_URL, { applicationName: "tick-console", connectionTimeoutMillis: 3_000 }),
+      redis,
+      logger,
+    };
+  }
+  return holder.__tickConsole;
+}

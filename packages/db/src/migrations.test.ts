@@ -1,0 +1,55 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DB_PACKAGE_DIR, runPrismaCli } from "./migrate.js";
+import { createTestDatabase, testServerUrl, type TestDatabase } from "./testing.js";
+
+const schemaPath = path.resolve(DB_PACKAGE_DIR, "../../prisma/schema.prisma");
+
+/** `prisma migrate diff` from the migrated database to a schema file; exit 0 = no drift, 2 = drift. */
+const diffAgainst = (db: TestDatabase, schema: string) =>
+  runPrismaCli(["migrate", "diff", "--from-config-datasource", "--to-schema", schema, "--script", "--exit-code"], db.url);
+
+describe("migrations", () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    // The template behind createTestDatabase is built by the real `prisma migrate deploy`.
+    db = await createTestDatabase(testServerUrl());
+  }, 120_000);
+  afterAll(async () => db?.drop());
+
+  it("leave the database exactly as schema.prisma describes it (no drift)", async () => {
+    const result = await diffAgainst(db, schemaPath);
+    expect(result.stdout.trim() === "" || result.stdout.includes("empty migration")).toBe(true);
+    expect(result.code).toBe(0);
+  }, 60_000);
+
+  it("the drift check notices a schema change that has no migration", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tick-drift-"));
+    const changed = path.join(dir, "schema.prisma");
+    const original = fs.readFileSync(schemaPath, "utf8");
+    fs.writeFileSync(changed, original.replace("  weight         Int      @default(1)\n", "  weight         Int      @default(1)\n  driftProbe     Int?     @map(\"drift_probe\")\n"));
+    try {
+      const result = await diffAgainst(db, changed);
+      expect(result.code).toBe(2);
+      expect(result.stdout).toContain("drift_probe");
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it("created the hot-path partial indexes", async () => {
+    const pg = (await import("pg")).default;
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ indexdef: string }>(
+        "SELECT indexdef FROM pg_indexes WHERE indexname = 'jobs_due_idx'",
+      );
+      expect(rows[0]?.indexdef).toMatch(/WHERE \(status = 'scheduled'::job_status\)/);
+    } finally {
+      await client.end();
+    }
+  });
+});

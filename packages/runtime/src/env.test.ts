@@ -1,0 +1,47 @@
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { EnvError, baseEnvShape, parseEnv, port } from "./env.js";
+
+const schema = z.object({ ...baseEnvShape, PORT: port.default(3000) });
+const good = { DATABASE_URL: "postgresql://postgres@127.0.0.1:5432/tick", REDIS_URL: "redis://127.0.0.1:6379" };
+
+function problemsOf(env: Record<string, string | undefined>) {
+  try {
+    parseEnv(schema, env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(EnvError);
+    return (err as EnvError).problems;
+  }
+  throw new Error("expected parseEnv to throw");
+}
+
+describe("parseEnv", () => {
+  it("returns typed values with defaults applied", () => {
+    const env = parseEnv(schema, { ...good, PORT: "8080" });
+    expect(env.PORT).toBe(8080);
+    expect(env.LOG_LEVEL).toBe("info");
+    expect(env.TICK_REDIS_PREFIX).toBe("tick");
+  });
+
+  it.each([
+    [{ REDIS_URL: good.REDIS_URL }, "DATABASE_URL", /required/],
+    [{ ...good, DATABASE_URL: "mysql://x" }, "DATABASE_URL", /postgresql:\/\//],
+    [{ ...good, REDIS_URL: "not a url" }, "REDIS_URL", /redis:\/\//],
+    [{ ...good, PORT: "70000" }, "PORT", /./],
+    [{ ...good, LOG_LEVEL: "loud" }, "LOG_LEVEL", /./],
+  ])("names the bad variable (%#)", (env, variable, message) => {
+    const problems = problemsOf(env);
+    expect(problems.map((p) => p.variable)).toEqual([variable]);
+    expect(problems[0]!.message).toMatch(message);
+  });
+
+  it("treats empty strings as unset and reports every problem at once", () => {
+    const problems = problemsOf({ DATABASE_URL: "", REDIS_URL: "" });
+    expect(problems.map((p) => p.variable).sort()).toEqual(["DATABASE_URL", "REDIS_URL"]);
+    try {
+      parseEnv(schema, {});
+    } catch (err) {
+      expect((err as Error).message).toContain("DATABASE_URL: is required but not set");
+    }
+  });
+});

@@ -1,0 +1,59 @@
+import { z } from "zod";
+
+/** Thrown when the environment does not satisfy an app's schema; the message names every bad variable. */
+export class EnvError extends Error {
+  constructor(readonly problems: { variable: string; message: string }[]) {
+    super(
+      "Invalid configuration:\n" +
+        problems.map((p) => `  - ${p.variable}: ${p.message}`).join("\n") +
+        "\nSee the configuration table in README.md.",
+    );
+    this.name = "EnvError";
+  }
+}
+
+/**
+ * Parses the environment once, at an app's composition root. Only that root passes `process.env`;
+ * everything below it receives typed config.
+ */
+export function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, string | undefined>): z.output<S> {
+  // Empty strings count as unset, so `FOO= npm start` behaves like leaving FOO out.
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
+  const result = schema.safeParse(cleaned);
+  if (result.success) return result.data;
+  throw new EnvError(
+    result.error.issues.map((issue) => ({
+      variable: issue.path.length ? issue.path.join(".") : "(environment)",
+      message: issue.code === "invalid_type" && issue.input === undefined ? "is required but not set" : issue.message,
+    })),
+  );
+}
+
+const urlWithProtocols = (protocols: string[], example: string) =>
+  z.string().refine(
+    (value) => {
+      try {
+        return protocols.includes(new URL(value).protocol);
+      } catch {
+        return false;
+      }
+    },
+    { message: `must be a URL like ${example}` },
+  );
+
+export const postgresUrl = urlWithProtocols(["postgres:", "postgresql:"], "postgresql://user@host:5432/db");
+export const redisUrl = urlWithProtocols(["redis:", "rediss:"], "redis://127.0.0.1:6379");
+export const port = z.coerce.number().int().min(0).max(65535);
+export const positiveInt = z.coerce.number().int().positive();
+export const logLevel = z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
+
+/** Variables every process shares. */
+export const baseEnvShape = {
+  DATABASE_URL: postgresUrl,
+  REDIS_URL: redisUrl,
+  LOG_LEVEL: logLevel.default("info"),
+  /** Region this process runs in (shard leases record it; see docs/architecture.md). */
+  TICK_REGION: z.string().min(1).default("local"),
+  /** Prefix for every Redis key this deployment writes, so deployments and tests can share a Redis. */
+  TICK_REDIS_PREFIX: z.string().min(1).default("tick"),
+};

@@ -1,0 +1,61 @@
+import type { Registry } from "prom-client";
+import { EnvError } from "./env.js";
+import { startHealthServer, type ReadinessCheck } from "./health-server.js";
+import { createLogger, type Logger } from "./logger.js";
+import { createMetricsRegistry } from "./metrics.js";
+import { installGracefulShutdown, type ShutdownStep } from "./shutdown.js";
+
+export interface ServiceParts {
+  /** Dependencies /readyz checks. */
+  checks: Record<string, ReadinessCheck>;
+  /** Run in order on SIGTERM/SIGINT: stop taking work, drain, close connections. */
+  stop: ShutdownStep[];
+  /** Logged once the service is up. */
+  info?: Record<string, unknown>;
+}
+
+export interface RunServiceOptions<E extends { LOG_LEVEL: string }> {
+  name: string;
+  /** The raw environment, passed by the app's composition root (the only reader of process.env). */
+  rawEnv: Record<string, string | undefined>;
+  loadEnv: (raw: Record<string, string | undefined>) => E;
+  healthPort: (env: E) => number;
+  start: (context: { env: E; logger: Logger; registry: Registry }) => Promise<ServiceParts>;
+}
+
+/** Exit code for bad configuration (sysexits EX_CONFIG), so supervisors can tell it from a crash. */
+export const EXIT_CONFIG = 78;
+
+/**
+ * The life of a long-running process: validate config (exit 78 naming the bad variable), JSON logs,
+ * metrics, health endpoints, then clean shutdown on SIGTERM/SIGINT.
+ */
+export async function runService<E extends { LOG_LEVEL: string }>(options: RunServiceOptions<E>): Promise<void> {
+  const { name } = options;
+  try {
+    let env: E;
+    try {
+      env = options.loadEnv(options.rawEnv);
+    } catch (err) {
+      if (!(err instanceof EnvError)) throw err;
+      process.stderr.write(`${name}: ${err.message}\n`);
+      process.exit(EXIT_CONFIG);
+    }
+    const logger = createLogger({ name, level: env.LOG_LEVEL });
+    const registry = createMetricsRegistry(name);
+    const parts = await options.start({ env, logger, registry });
+    const health = await startHealthServer({ port: options.healthPort(env), logger, registry, checks: parts.checks });
+    installGracefulShutdown({
+      logger,
+      steps: [
+        { name: "fail readiness", run: () => health.markShuttingDown() },
+        ...parts.stop,
+        { name: "close health server", run: () => health.close() },
+      ],
+    });
+    logger.info({ ...parts.info, healthPort: health.port }, `${name} started`);
+  } catch (err) {
+    process.stderr.write(`${name}: fatal: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  }
+}

@@ -1,0 +1,3 @@
+export * from "./wait-for.js";
+export * from "./redis-prefix.js";
+export * from "./child-process.js";

@@ -1,0 +1,207 @@
+#!/usr/bin/env node
+// `npm start`: brings the whole product up on a fresh machine with Node 20 and nothing else.
+// Installs dependencies, finds or starts Postgres and Redis, migrates, seeds a demo tenant, builds,
+// starts console + scheduler + worker, waits until each reports ready, and prints the console URL,
+// the login and an API key. Ctrl-C (or SIGTERM) stops everything it started.
+//
+// Environment (all optional): DATABASE_URL, REDIS_URL, PORT (console, 3000), HOST (127.0.0.1),
+// SCHEDULER_HEALTH_PORT (9464), WORKER_HEALTH_PORT (9465), TICK_DATA_DIR (.data), NEXTAUTH_SECRET,
+// LOG_LEVEL. Every other variable is passed through to the apps (see README "Configuration").
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { ROOT } from "./lib/paths.mjs";
+import { build, checkNode, ensureDependencies, importBuilt, makeLogger, migrate } from "./lib/setup.mjs";
+
+checkNode();
+const log = makeLogger("tick");
+const dataDir = path.resolve(ROOT, process.env.TICK_DATA_DIR || ".data");
+const logDir = path.join(dataDir, "logs");
+const port = Number(process.env.PORT || 3000);
+const host = process.env.HOST || "127.0.0.1";
+const schedulerHealthPort = Number(process.env.SCHEDULER_HEALTH_PORT || 9464);
+const workerHealthPort = Number(process.env.WORKER_HEALTH_PORT || 9465);
+const DEMO_EMAIL = "demo@tick.local";
+
+const children = [];
+let services;
+let stopping;
+
+/** A secret kept in the data folder so restarts keep sessions, logins and the demo key. */
+function persisted(name, make) {
+  const file = path.join(dataDir, name);
+  if (fs.existsSync(file)) return fs.readFileSync(file, "utf8").trim();
+  const value = make();
+  fs.writeFileSync(file, value + "\n", { mode: 0o600 });
+  return value;
+}
+
+/** Starts an app with its output in .data/logs/<name>.log; warnings and errors are echoed here. */
+function startApp(name, command, args, env) {
+  const out = fs.createWriteStream(path.join(logDir, `${name}.log`), { flags: "a" });
+  const child = spawn(command, args, { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  const echo = (chunk) => {
+    out.write(chunk);
+    for (const line of String(chunk).split("\n")) {
+      if (!line.trim()) continue;
+      let level;
+      try {
+        level = JSON.parse(line).level;
+      } catch {
+        level = "text";
+      }
+      if (level === "warn" || level === "error" || level === "fatal" || level === "text") {
+        process.stdout.write(`  ${name} | ${line}\n`);
+      }
+    }
+  };
+  child.stdout.on("data", echo);
+  child.stderr.on("data", echo);
+  child.exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal)));
+  child.exited.then((code) => {
+    out.end();
+    if (!stopping) {
+      log(`${name} exited unexpectedly (${code}); stopping everything. See ${path.join(logDir, `${name}.log`)}`);
+      void shutdown(1);
+    }
+  });
+  children.push({ name, child });
+  return child;
+}
+
+async function waitReady(name, url, timeoutMs = 120_000) {
+  const deadline = Date.now() + timeoutMs;
+  let last = "no answer";
+  while (Date.now() < deadline) {
+    if (stopping) throw new Error("stopping");
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(3000) });
+      if (res.ok) return;
+      last = `${res.status} ${await res.text()}`;
+    } catch (err) {
+      last = err.message;
+    }
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  throw new Error(`${name} not ready after ${timeoutMs / 1000}s (${url}: ${last})`);
+}
+
+async function shutdown(code) {
+  if (stopping) return stopping;
+  stopping = (async () => {
+    log("stopping…");
+    await Promise.all(
+      children.map(async ({ name, child }) => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        child.kill("SIGTERM");
+        const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
+        await child.exited;
+        clearTimeout(timer);
+        log(`${name} stopped`);
+      }),
+    );
+    if (services) {
+      await services.redis.stop();
+      await services.database.stop();
+      if (services.redis.started || services.database.started) log("local Postgres/Redis stopped");
+    }
+    fs.rmSync(path.join(dataDir, "state.json"), { force: true });
+    log("stopped");
+    process.exit(code);
+  })();
+  return stopping;
+}
+
+process.on("SIGINT", () => void shutdown(0));
+process.on("SIGTERM", () => void shutdown(0));
+
+async function main() {
+  fs.mkdirSync(logDir, { recursive: true });
+  const env = { ...process.env, TZ: process.env.TZ || "UTC" };
+
+  log("[1/6] dependencies");
+  ensureDependencies(log);
+
+  log("[2/6] Postgres and Redis");
+  const { ensureServices, redact } = await import("./lib/services.mjs");
+  services = await ensureServices({ env, dataDir, log });
+  env.DATABASE_URL = services.database.url;
+  env.REDIS_URL = services.redis.url;
+  log(`database ${redact(env.DATABASE_URL)}${services.database.started ? " (started here)" : ""}`);
+  log(`redis    ${redact(env.REDIS_URL)}${services.redis.started ? " (started here)" : ""}`);
+
+  log("[3/6] build");
+  build(log, env);
+
+  log("[4/6] migrations and demo data");
+  await migrate(log, env.DATABASE_URL);
+  const { createPrismaClient, seedDemo } = await importBuilt("packages/db/dist/index.js");
+  const password = persisted("demo-password", () => randomBytes(9).toString("base64url"));
+  const keyFile = path.join(dataDir, "demo-api-key");
+  const savedKey = fs.existsSync(keyFile) ? fs.readFileSync(keyFile, "utf8").trim() : undefined;
+  const prisma = createPrismaClient(env.DATABASE_URL, { max: 2 });
+  let seeded;
+  try {
+    seeded = await seedDemo(prisma, { shardCount: Number(env.TICK_SHARDS || 16), email: DEMO_EMAIL, password, apiKey: savedKey });
+  } finally {
+    await prisma.$disconnect();
+  }
+  if (seeded.apiKey !== savedKey) fs.writeFileSync(keyFile, seeded.apiKey + "\n", { mode: 0o600 });
+
+  log("[5/6] starting console, scheduler and worker");
+  const consoleUrl = `http://${host}:${port}`;
+  env.NEXTAUTH_SECRET ||= persisted("nextauth-secret", () => randomBytes(32).toString("base64url"));
+  env.NEXTAUTH_URL ||= consoleUrl;
+  env.SCHEDULER_HEALTH_PORT = String(schedulerHealthPort);
+  env.WORKER_HEALTH_PORT = String(workerHealthPort);
+  env.NODE_ENV = "production";
+  env.NEXT_TELEMETRY_DISABLED = "1";
+  const nextBin = path.join(ROOT, "node_modules/next/dist/bin/next");
+  startApp("console", process.execPath, [nextBin, "start", path.join(ROOT, "apps/console"), "-p", String(port), "-H", host], env);
+  startApp("scheduler", process.execPath, [path.join(ROOT, "apps/scheduler/dist/main.js")], env);
+  startApp("worker", process.execPath, [path.join(ROOT, "apps/worker/dist/main.js")], env);
+
+  log("[6/6] waiting for readiness");
+  await Promise.all([
+    waitReady("console", `${consoleUrl}/readyz`),
+    waitReady("scheduler", `http://127.0.0.1:${schedulerHealthPort}/readyz`),
+    waitReady("worker", `http://127.0.0.1:${workerHealthPort}/readyz`),
+  ]);
+
+  const state = {
+    consoleUrl,
+    email: DEMO_EMAIL,
+    password,
+    apiKey: seeded.apiKey,
+    pid: process.pid,
+    health: {
+      console: `${consoleUrl}/readyz`,
+      scheduler: `http://127.0.0.1:${schedulerHealthPort}/readyz`,
+      worker: `http://127.0.0.1:${workerHealthPort}/readyz`,
+    },
+  };
+  fs.writeFileSync(path.join(dataDir, "state.json"), JSON.stringify(state, null, 2), { mode: 0o600 });
+
+  process.stdout.write(
+    [
+      "",
+      "  Tick is running.",
+      "",
+      `  Console   ${consoleUrl}`,
+      `  Login     ${DEMO_EMAIL} / ${password}`,
+      `  API key   ${seeded.apiKey}`,
+      "",
+      `  Try:      curl -H "Authorization: Bearer ${seeded.apiKey}" ${consoleUrl}/api/v1/openapi.json`,
+      `  Logs      ${logDir}/{console,scheduler,worker}.log`,
+      "  Stop      Ctrl-C",
+      "",
+      "",
+    ].join("\n"),
+  );
+}
+
+main().catch(async (err) => {
+  if (err?.message !== "stopping") log(`failed: ${err?.message ?? err}`);
+  await shutdown(1);
+});
