@@ -23,9 +23,12 @@ const which = (cmd) => {
   return r.status === 0 ? r.stdout.trim() : null;
 };
 
+/** The `pg` driver from the workspace (available once dependencies are installed). */
+export const loadPg = () => require("pg");
+
 /** Connects to the server of `url` (its `postgres` database) and runs SELECT 1. */
 export async function postgresAnswers(url, timeoutMs = 3000) {
-  const pg = require("pg");
+  const pg = loadPg();
   const admin = new URL(url);
   admin.pathname = "/postgres";
   const client = new pg.Client({ connectionString: admin.toString(), connectionTimeoutMillis: timeoutMs });

@@ -1,15 +1,5 @@
-// Runs once when the Next server starts: validate configuration before serving anything.
+// Runs once when the Next server starts. The Node-only part lives in its own module so the edge
+// bundle never sees it.
 export async function register(): Promise<void> {
-  if (process.env.NEXT_RUNTIME !== "nodejs") return;
-  const { getEnv } = await import("./server/env");
-  const { EnvError, EXIT_CONFIG } = await import("@tick/runtime");
-  try {
-    getEnv();
-  } catch (err) {
-    if (err instanceof EnvError) {
-      process.stderr.write(`console: ${err.message}\n`);
-      process.exit(EXIT_CONFIG);
-    }
-    throw err;
-  }
+  if (process.env.NEXT_RUNTIME === "nodejs") await import("./instrumentation-node");
 }

@@ -1,0 +1,11 @@
+// Validate configuration before serving anything: a bad variable stops the server with a message naming it.
+import { EnvError, EXIT_CONFIG } from "@tick/runtime";
+import { getEnv } from "./server/env";
+
+try {
+  getEnv();
+} catch (err) {
+  if (!(err instanceof EnvError)) throw err;
+  process.stderr.write(`console: ${err.message}\n`);
+  process.exit(EXIT_CONFIG);
+}

@@ -1,0 +1,34 @@
+import { describe, expect, it } from "vitest";
+import { EnvError } from "@tick/runtime";
+import { loadWorkerEnv } from "./env.js";
+
+const base = { DATABASE_URL: "postgresql://postgres@127.0.0.1:5432/tick", REDIS_URL: "redis://127.0.0.1:6379" };
+
+function problems(env: Record<string, string>) {
+  try {
+    loadWorkerEnv(env);
+  } catch (err) {
+    if (err instanceof EnvError) return err.problems.map((p) => `${p.variable}: ${p.message}`);
+    throw err;
+  }
+  return [];
+}
+
+describe("worker env", () => {
+  it("parses durations and applies defaults", () => {
+    const env = loadWorkerEnv({ ...base, WORKER_LEASE_TTL: "1m", WORKER_HEARTBEAT_INTERVAL: "15s" });
+    expect(env.WORKER_LEASE_TTL).toBe(60_000);
+    expect(env.WORKER_HEARTBEAT_INTERVAL).toBe(15_000);
+    expect(env.WORKER_CONCURRENCY).toBe(50);
+  });
+
+  it.each([
+    [{ WORKER_LEASE_TTL: "30s", WORKER_HEARTBEAT_INTERVAL: "20s" }, /^WORKER_HEARTBEAT_INTERVAL: must be at most a third/],
+    [{ WORKER_CONCURRENCY: "lots" }, /^WORKER_CONCURRENCY: /],
+    [{ DATABASE_URL: "redis://x" }, /^DATABASE_URL: must be a URL like postgresql:/],
+  ])("refuses %o naming the variable", (extra, message) => {
+    const found = problems({ ...base, ...extra });
+    expect(found).toHaveLength(1);
+    expect(found[0]).toMatch(message);
+  });
+});

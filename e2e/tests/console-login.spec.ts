@@ -1,0 +1,39 @@
+import { expect, test } from "@playwright/test";
+import { productState } from "./product-state";
+
+const state = productState();
+
+test("an anonymous visitor is sent to the login page", async ({ page }) => {
+  await page.goto("/");
+  await expect(page).toHaveURL(/\/login$/);
+  await expect(page.getByRole("heading", { name: "Sign in to Tick" })).toBeVisible();
+  // Tailwind is compiled in: the button's utility class produced a real background colour.
+  const background = await page.getByRole("button", { name: "Sign in" }).evaluate((el) => getComputedStyle(el).backgroundColor);
+  expect(background).not.toBe("rgba(0, 0, 0, 0)");
+});
+
+test("a wrong password is refused with a message", async ({ page }) => {
+  await page.goto("/login");
+  await page.getByLabel("Email").fill(state.email);
+  await page.getByLabel("Password").fill("not-the-password");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page.locator("form").getByRole("alert")).toHaveText("Wrong email or password.");
+  await expect(page).toHaveURL(/\/login/);
+});
+
+test("the demo owner signs in and sees the tenant dashboard", async ({ page }) => {
+  await page.goto("/login");
+  await page.getByLabel("Email").fill(state.email);
+  await page.getByLabel("Password").fill(state.password);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page.getByRole("heading", { name: "Tick", exact: true })).toBeVisible();
+  await expect(page.getByText(`Signed in as ${state.email} · Demo tenant (owner)`)).toBeVisible();
+  await expect(page.getByRole("list", { name: "Jobs by status" })).toBeVisible();
+  await expect(page.getByTestId("queue-count")).toHaveText("1");
+  await page.screenshot({ path: "test-results/dashboard.png", fullPage: true });
+
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await expect(page).toHaveURL(/\/login/);
+  await page.goto("/");
+  await expect(page).toHaveURL(/\/login$/);
+});

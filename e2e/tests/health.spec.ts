@@ -1,0 +1,30 @@
+import { expect, test } from "@playwright/test";
+import { productState } from "./product-state";
+
+const state = productState();
+
+test("console, scheduler and worker all report ready", async ({ request }) => {
+  for (const [app, url] of Object.entries(state.health)) {
+    const res = await request.get(url);
+    expect(res.status(), `${app} ${url}`).toBe(200);
+    expect((await res.json()).status).toBe("ready");
+  }
+  const live = await request.get("/healthz");
+  expect(await live.json()).toEqual({ status: "ok" });
+});
+
+test("the OpenAPI document describes the problem+json error model", async ({ request }) => {
+  const res = await request.get("/api/v1/openapi.json");
+  expect(res.status()).toBe(200);
+  const doc = await res.json();
+  expect(doc.openapi).toBe("3.1.0");
+  expect(doc.components.schemas.Problem.properties.type.enum).toContain("https://tick.dev/problems/rate-limited");
+});
+
+test("scheduler and worker expose Prometheus metrics", async ({ request }) => {
+  for (const app of ["scheduler", "worker"] as const) {
+    const metrics = await request.get(state.health[app].replace("/readyz", "/metrics"));
+    expect(metrics.status()).toBe(200);
+    expect(await metrics.text()).toContain(`app="${app}"`);
+  }
+});

@@ -1,0 +1,185 @@
+#!/usr/bin/env node
+// `npm test`: every test against real Postgres and Redis.
+//   1. dependencies, Postgres and Redis (found or started, as for `npm start`), build
+//   2. unit and integration tests: one vitest run over all workspaces (each test makes its own
+//      database from a migrated template and its own Redis key prefix)
+//   3. end to end: the product is started with scripts/start.mjs on spare ports against a fresh
+//      database, Playwright drives it over HTTP and in chromium, then it is stopped with SIGINT and
+//      must exit 0 with all three apps gone.
+// Prints a closing line "tests: N passed, N failed".
+// Flags: --unit (steps 1-2 only), --e2e (steps 1 and 3 only).
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { ROOT } from "./lib/paths.mjs";
+import { build, checkNode, ensureDependencies, makeLogger } from "./lib/setup.mjs";
+
+checkNode();
+const log = makeLogger("test");
+const args = new Set(process.argv.slice(2));
+const runUnit = !args.has("--e2e");
+const runE2e = !args.has("--unit");
+const dataDir = path.join(ROOT, ".data");
+const resultsDir = path.join(dataDir, "test-results");
+const totals = { passed: 0, failed: 0, skipped: 0 };
+const cleanups = [];
+
+/** Runs a command with inherited output; resolves with its exit code. */
+function exec(cmd, cmdArgs, { env, cwd = ROOT } = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, cmdArgs, { cwd, env, stdio: "inherit" });
+    child.on("exit", (code, signal) => resolve(code ?? (signal ? 128 : 1)));
+  });
+}
+
+function withDatabase(url, name) {
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+async function unitAndIntegration(env) {
+  log("unit and integration tests (vitest)");
+  const report = path.join(resultsDir, "vitest.json");
+  fs.rmSync(report, { force: true });
+  const code = await exec(
+    process.execPath,
+    [path.join(ROOT, "node_modules/vitest/vitest.mjs"), "run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`],
+    { env },
+  );
+  if (!fs.existsSync(report)) {
+    totals.failed += 1;
+    log(`vitest exited ${code} without a report`);
+    return;
+  }
+  const r = JSON.parse(fs.readFileSync(report, "utf8"));
+  totals.passed += r.numPassedTests;
+  totals.failed += r.numFailedTests + (code !== 0 && r.numFailedTests === 0 ? 1 : 0);
+  totals.skipped += r.numPendingTests + r.numTodoTests;
+  log(`vitest: ${r.numPassedTests} passed, ${r.numFailedTests} failed (exit ${code})`);
+}
+
+async function waitForFile(file, product, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (fs.existsSync(file)) return;
+    if (product.exitCode !== null) throw new Error(`npm start exited early with ${product.exitCode}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`product not ready within ${timeoutMs / 1000}s`);
+}
+
+async function endToEnd(env, serverUrl) {
+  const { postgresAnswers, loadPg } = await import("./lib/services.mjs");
+  const database = `tick_e2e_${randomBytes(4).toString("hex")}`;
+  const e2eDataDir = path.join(dataDir, "e2e");
+  fs.rmSync(e2eDataDir, { recursive: true, force: true });
+  fs.mkdirSync(e2eDataDir, { recursive: true });
+  const stateFile = path.join(e2eDataDir, "state.json");
+  const productEnv = {
+    ...env,
+    DATABASE_URL: withDatabase(serverUrl, database),
+    PORT: "3100",
+    SCHEDULER_HEALTH_PORT: "9474",
+    WORKER_HEALTH_PORT: "9475",
+    TICK_DATA_DIR: e2eDataDir,
+    NEXTAUTH_SECRET: "",
+    NEXTAUTH_URL: "",
+  };
+
+  log(`end to end: starting the product (npm start) against database ${database}`);
+  const product = spawn(process.execPath, [path.join(ROOT, "scripts/start.mjs")], { cwd: ROOT, env: productEnv, stdio: "inherit" });
+  const productExit = new Promise((resolve) => product.on("exit", (code, signal) => resolve(code ?? signal)));
+  cleanups.push(async () => {
+    if (product.exitCode === null && product.signalCode === null) {
+      product.kill("SIGKILL");
+      await productExit;
+    }
+  });
+  cleanups.push(async () => {
+    if (!(await postgresAnswers(serverUrl))) return;
+    const pg = loadPg();
+    const admin = new pg.Client({ connectionString: withDatabase(serverUrl, "postgres") });
+    await admin.connect();
+    await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
+    await admin.end();
+  });
+
+  try {
+    await waitForFile(stateFile, product, 240_000);
+  } catch (err) {
+    totals.failed += 1;
+    log(`end to end: ${err.message}`);
+    return;
+  }
+  const state = JSON.parse(fs.readFileSync(stateFile, "utf8"));
+
+  log("end to end: Playwright (chromium)");
+  const report = path.join(resultsDir, "playwright.json");
+  fs.rmSync(report, { force: true });
+  const code = await exec(process.execPath, [path.join(ROOT, "node_modules/@playwright/test/cli.js"), "test"], {
+    cwd: path.join(ROOT, "e2e"),
+    env: { ...env, TICK_E2E_STATE: stateFile, TICK_E2E_REPORT: report },
+  });
+  if (fs.existsSync(report)) {
+    const { stats } = JSON.parse(fs.readFileSync(report, "utf8"));
+    totals.passed += stats.expected + stats.flaky;
+    totals.failed += stats.unexpected + (code !== 0 && stats.unexpected === 0 ? 1 : 0);
+    totals.skipped += stats.skipped;
+    log(`playwright: ${stats.expected} passed, ${stats.unexpected} failed, ${stats.flaky} flaky (exit ${code})`);
+  } else {
+    totals.failed += 1;
+    log(`playwright exited ${code} without a report`);
+  }
+
+  // The README's first command must stop everything it started on Ctrl-C.
+  log("end to end: stopping the product with SIGINT");
+  product.kill("SIGINT");
+  const timer = setTimeout(() => product.kill("SIGKILL"), 30_000);
+  const exitCode = await productExit;
+  clearTimeout(timer);
+  const stillAnswering = [];
+  for (const [app, url] of Object.entries(state.health)) {
+    const answered = await fetch(url, { signal: AbortSignal.timeout(2000) }).then(() => true, () => false);
+    if (answered) stillAnswering.push(app);
+  }
+  if (exitCode === 0 && stillAnswering.length === 0) {
+    totals.passed += 1;
+    log("lifecycle: npm start stopped cleanly (exit 0, console, scheduler and worker gone)");
+  } else {
+    totals.failed += 1;
+    log(`lifecycle: FAILED (exit ${exitCode}; still answering: ${stillAnswering.join(", ") || "none"})`);
+  }
+}
+
+async function main() {
+  fs.mkdirSync(resultsDir, { recursive: true });
+  const env = { ...process.env, TZ: "UTC", NEXT_TELEMETRY_DISABLED: "1", TURBO_TELEMETRY_DISABLED: "1" };
+  log("dependencies");
+  ensureDependencies(log);
+  log("Postgres and Redis");
+  const { ensureServices, redact } = await import("./lib/services.mjs");
+  const services = await ensureServices({ env, dataDir, log });
+  cleanups.push(() => services.redis.stop(), () => services.database.stop());
+  env.DATABASE_URL = services.database.url;
+  env.REDIS_URL = services.redis.url;
+  log(`database ${redact(env.DATABASE_URL)}, redis ${redact(env.REDIS_URL)}`);
+  build(log, env);
+
+  if (runUnit) await unitAndIntegration(env);
+  if (runE2e) await endToEnd(env, env.DATABASE_URL);
+}
+
+let exitCode = 1;
+try {
+  await main();
+  exitCode = totals.failed === 0 && totals.passed > 0 ? 0 : 1;
+} catch (err) {
+  log(`error: ${err?.stack ?? err}`);
+  totals.failed += 1;
+} finally {
+  for (const cleanup of cleanups.reverse()) await cleanup().catch((err) => log(`cleanup: ${err.message}`));
+}
+process.stdout.write(`\ntests: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped\n`);
+process.exit(exitCode);
