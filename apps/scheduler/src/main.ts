@@ -1,6 +1,5 @@
-import { Redis } from "ioredis";
-import { createPool, pingDatabase } from "@tick/db";
-import { runService } from "@tick/runtime";
+import { createPool } from "@tick/db";
+import { createRedis, runService, storeLifecycle } from "@tick/runtime";
 import { loadSchedulerEnv } from "./env.js";
 
 // Composition root: the only place that reads process.env and wires instances.
@@ -14,16 +13,9 @@ void runService({
       max: env.SCHEDULER_DB_POOL_SIZE,
       applicationName: `tick-scheduler ${env.SCHEDULER_ID}`,
     });
-    const redis = new Redis(env.REDIS_URL, { maxRetriesPerRequest: null, lazyConnect: true });
-    redis.on("error", (err) => logger.warn({ err: err.message }, "redis connection error"));
-    redis.connect().catch(() => {}); // readiness reports it; ioredis keeps reconnecting
-
+    const redis = createRedis(env.REDIS_URL, logger);
     return {
-      checks: { database: () => pingDatabase(pool), redis: async () => void (await redis.ping()) },
-      stop: [
-        { name: "close redis", run: async () => void (await redis.quit().catch(() => redis.disconnect())) },
-        { name: "close database pool", run: () => pool.end() },
-      ],
+      ...storeLifecycle(pool, redis),
       info: { schedulerId: env.SCHEDULER_ID, shards: env.TICK_SHARDS, region: env.TICK_REGION },
     };
   },

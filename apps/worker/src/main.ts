@@ -1,6 +1,5 @@
-import { Redis } from "ioredis";
-import { createPool, pingDatabase } from "@tick/db";
-import { runService } from "@tick/runtime";
+import { createPool } from "@tick/db";
+import { createRedis, runService, storeLifecycle } from "@tick/runtime";
 import { loadWorkerEnv } from "./env.js";
 
 // Composition root: the only place that reads process.env and wires instances.
@@ -11,16 +10,9 @@ void runService({
   healthPort: (env) => env.WORKER_HEALTH_PORT,
   start: async ({ env, logger }) => {
     const pool = createPool(env.DATABASE_URL, { max: env.WORKER_DB_POOL_SIZE, applicationName: `tick-worker ${env.WORKER_ID}` });
-    const redis = new Redis(env.REDIS_URL, { maxRetriesPerRequest: null, lazyConnect: true });
-    redis.on("error", (err) => logger.warn({ err: err.message }, "redis connection error"));
-    redis.connect().catch(() => {}); // readiness reports it; ioredis keeps reconnecting
-
+    const redis = createRedis(env.REDIS_URL, logger);
     return {
-      checks: { database: () => pingDatabase(pool), redis: async () => void (await redis.ping()) },
-      stop: [
-        { name: "close redis", run: async () => void (await redis.quit().catch(() => redis.disconnect())) },
-        { name: "close database pool", run: () => pool.end() },
-      ],
+      ...storeLifecycle(pool, redis),
       info: { workerId: env.WORKER_ID, concurrency: env.WORKER_CONCURRENCY, region: env.TICK_REGION },
     };
   },

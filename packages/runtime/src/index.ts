@@ -4,3 +4,4 @@ export * from "./metrics.js";
 export * from "./health-server.js";
 export * from "./shutdown.js";
 export * from "./run-service.js";
+export * from "./stores.js";

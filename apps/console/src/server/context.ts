@@ -1,6 +1,6 @@
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { createPool, createPrismaClient, type PrismaClient } from "@tick/db";
-import { createLogger, type Logger } from "@tick/runtime";
+import { createLogger, createRedis, type Logger } from "@tick/runtime";
 import type pg from "pg";
 import { getEnv } from "./env";
 
@@ -19,9 +19,7 @@ export function getContext(): ConsoleContext {
   if (!holder.__tickConsole) {
     const env = getEnv();
     const logger = createLogger({ name: "console", level: env.LOG_LEVEL });
-    const redis = new Redis(env.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
-    redis.on("error", (err) => logger.warn({ err: err.message }, "redis connection error"));
-    redis.connect().catch(() => {});
+    const redis = createRedis(env.REDIS_URL, logger, { failFast: true });
     holder.__tickConsole = {
       prisma: createPrismaClient(env.DATABASE_URL),
       pool: createPool(env.DATABASE_URL, { applicationName: "tick-console", connectionTimeoutMillis: 3_000 }),
