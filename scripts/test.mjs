@@ -45,7 +45,7 @@ async function unitAndIntegration(env) {
   fs.rmSync(report, { force: true });
   const code = await exec(
     process.execPath,
-    [path.join(ROOT, "node_modules/vitest/vitest.mjs"), "run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`],
+    [path.join(ROOT, "node_modules/vitest/vitest.mjs"), "run", "--config", path.join(ROOT, "vitest.all.config.ts"), "--reporter=default", "--reporter=json", `--outputFile.json=${report}`],
     { env },
   );
   if (!fs.existsSync(report)) {

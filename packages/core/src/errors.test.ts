@@ -13,6 +13,8 @@ const CASES: [ErrorCode, number, string][] = [
   ["idempotency_key_reused", 422, "https://tick.dev/problems/idempotency-key-reused"],
   ["idempotency_request_in_progress", 409, "https://tick.dev/problems/idempotency-request-in-progress"],
   ["payload_too_large", 413, "https://tick.dev/problems/payload-too-large"],
+  ["unsupported_media_type", 415, "https://tick.dev/problems/unsupported-media-type"],
+  ["target_not_allowed", 422, "https://tick.dev/problems/target-not-allowed"],
   ["rate_limited", 429, "https://tick.dev/problems/rate-limited"],
   ["quota_exceeded", 429, "https://tick.dev/problems/quota-exceeded"],
   ["database_unavailable", 503, "https://tick.dev/problems/database-unavailable"],

@@ -17,6 +17,9 @@ export const ERROR_CODES = {
   idempotency_key_reused: { status: 422, title: "Idempotency-Key reused with a different request body" },
   idempotency_request_in_progress: { status: 409, title: "A request with this Idempotency-Key is still in progress" },
   payload_too_large: { status: 413, title: "Payload too large" },
+  unsupported_media_type: { status: 415, title: "Unsupported media type" },
+  // A job target or callback URL that points where tenants may not send requests (SSRF protection).
+  target_not_allowed: { status: 422, title: "Target address not allowed" },
   rate_limited: { status: 429, title: "Rate limit exceeded" },
   quota_exceeded: { status: 429, title: "Quota exceeded" },
   database_unavailable: { status: 503, title: "Database unavailable" },

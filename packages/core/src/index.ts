@@ -4,3 +4,4 @@ export * from "./errors.js";
 export * from "./job-failure.js";
 export * from "./backoff.js";
 export * from "./duration.js";
+export * from "./ssrf.js";

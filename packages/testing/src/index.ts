@@ -1,3 +1,4 @@
 export * from "./wait-for.js";
 export * from "./redis-prefix.js";
 export * from "./child-process.js";
+export * from "./tcp-proxy.js";

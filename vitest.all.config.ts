@@ -3,6 +3,6 @@ import { defineConfig } from "vitest/config";
 // One run over every workspace that has unit or integration tests (npm test calls this after the build).
 export default defineConfig({
   test: {
-    projects: ["packages/*", "apps/scheduler", "apps/worker"],
+    projects: ["packages/*", "apps/*"],
   },
 });

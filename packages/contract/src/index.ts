@@ -1,0 +1,7 @@
+export * from "./common.js";
+export * from "./scopes.js";
+export * from "./jobs.js";
+export * from "./queues.js";
+export * from "./keys.js";
+export * from "./routes.js";
+export * from "./openapi.js";

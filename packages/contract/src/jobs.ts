@@ -1,0 +1,175 @@
+import { z } from "zod";
+import { backoffPolicySchema } from "@tick/core";
+import { nullableTimestamp, page, pageQuery, problemSchema, timestamp, uuid } from "./common.js";
+
+export const JOB_STATUSES = ["scheduled", "dispatched", "running", "succeeded", "dead", "cancelled", "expired"] as const;
+export const jobStatusSchema = z.enum(JOB_STATUSES);
+
+/** Header names a tenant may not set on its own request: they belong to the transport or to Tick. */
+const RESERVED_HEADER = /^(host|content-length|transfer-encoding|connection|keep-alive|upgrade|te|trailer|proxy-.*|idempotency-key|tick-.*)$/i;
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+export const backoffSchema = backoffPolicySchema.meta({
+  id: "Backoff",
+  description: "Retry delay policy: exponential (baseMs * 2^(n-1), capped at maxMs) or fixed, with full jitter by default.",
+});
+
+export const httpTargetSchema = z
+  .object({
+    method: z.enum(["GET", "POST", "PUT", "PATCH", "DELETE"]).default("POST"),
+    url: z.string().max(2048).meta({ description: "http(s) URL; private, loopback and link-local addresses are refused" }),
+    headers: z
+      .record(
+        z.string().regex(HEADER_NAME, "invalid header name").refine((h) => !RESERVED_HEADER.test(h), "this header is set by Tick"),
+        z.string().max(8192).refine((v) => !/[\r\n]/.test(v), "header values may not contain line breaks"),
+      )
+      .refine((h) => Object.keys(h).length <= 50, "at most 50 headers")
+      .default({}),
+    body: z.string().max(262_144).nullable().optional().meta({ description: "Request body, at most 256 KiB" }),
+    timeoutMs: z.number().int().min(100).max(300_000).optional().meta({ description: "Defaults to the queue's default timeout" }),
+  })
+  .meta({ id: "HttpTarget" });
+
+const metadataSchema = z
+  .record(z.string().max(100), z.unknown())
+  .refine((m) => JSON.stringify(m).length <= 16_384, "metadata is limited to 16 KiB of JSON")
+  .meta({ description: "Free-form JSON object (at most 16 KiB), returned as given" });
+
+export const createJobSchema = z
+  .object({
+    queue: z.string().min(1).max(63).default("default"),
+    target: httpTargetSchema,
+    runAt: timestamp.optional().meta({ description: "Earliest start (database clock). Omit both runAt and delayMs to run now." }),
+    delayMs: z.number().int().min(0).max(366 * 86_400_000).optional(),
+    priority: z.number().int().min(-1000).max(1000).default(0).meta({ description: "Higher first, among one tenant's due jobs" }),
+    maxAttempts: z.number().int().min(1).max(100).optional(),
+    backoff: backoffSchema.optional(),
+    expiresAt: timestamp.optional().meta({ description: "Past this instant the job is not started any more; it ends as expired" }),
+    callbackUrl: z.string().max(2048).optional().meta({ description: "Receives a signed webhook when the job finishes" }),
+    dependencyKey: z.string().min(1).max(200).optional().meta({ description: "Circuit-breaker key; defaults to the target host" }),
+    metadata: metadataSchema.default({}),
+  })
+  .refine((j) => !(j.runAt !== undefined && j.delayMs !== undefined), { message: "give runAt or delayMs, not both", path: ["delayMs"] })
+  .refine((j) => j.expiresAt === undefined || j.runAt === undefined || Date.parse(j.expiresAt) > Date.parse(j.runAt), {
+    message: "expiresAt must be after runAt",
+    path: ["expiresAt"],
+  })
+  .meta({ id: "CreateJob" });
+
+export type CreateJobInput = z.input<typeof createJobSchema>;
+export type CreateJob = z.output<typeof createJobSchema>;
+
+export const jobSchema = z
+  .object({
+    id: uuid,
+    queue: z.string(),
+    status: jobStatusSchema,
+    version: z.number().int(),
+    dueAt: timestamp,
+    expiresAt: nullableTimestamp,
+    priority: z.number().int(),
+    idempotencyKey: z.string().nullable(),
+    target: z.object({
+      method: z.string(),
+      url: z.string(),
+      headers: z.record(z.string(), z.string()),
+      body: z.string().nullable(),
+      timeoutMs: z.number().int(),
+    }),
+    attemptCount: z.number().int(),
+    maxAttempts: z.number().int(),
+    backoff: backoffSchema,
+    callbackUrl: z.string().nullable(),
+    dependencyKey: z.string().nullable(),
+    metadata: z.record(z.string(), z.unknown()),
+    lastError: z.unknown().nullable(),
+    result: z.unknown().nullable(),
+    scheduleId: uuid.nullable(),
+    occurrenceAt: nullableTimestamp,
+    cancelRequestedAt: nullableTimestamp,
+    createdAt: timestamp,
+    updatedAt: timestamp,
+    finishedAt: nullableTimestamp,
+  })
+  .meta({ id: "Job" });
+
+export type Job = z.output<typeof jobSchema>;
+
+export const ATTEMPT_STATUSES = ["pending", "running", "succeeded", "failed", "lease_expired", "discarded"] as const;
+
+export const attemptSchema = z
+  .object({
+    id: uuid.meta({ description: "Attempt ID, sent to the target as Tick-Attempt-Id" }),
+    number: z.number().int(),
+    status: z.enum(ATTEMPT_STATUSES),
+    fencingToken: z.string().meta({ description: "Strictly increasing per job (a decimal integer)" }),
+    workerId: z.string().nullable(),
+    dispatchedAt: timestamp,
+    startedAt: nullableTimestamp,
+    finishedAt: nullableTimestamp,
+    leaseExpiresAt: nullableTimestamp,
+    outcome: z.string().nullable(),
+    httpStatus: z.number().int().nullable(),
+    error: z.unknown().nullable(),
+    durationMs: z.number().int().nullable(),
+  })
+  .meta({ id: "Attempt" });
+
+export const jobWithAttemptsSchema = jobSchema.extend({ attempts: z.array(attemptSchema) }).meta({ id: "JobWithAttempts" });
+
+export const listJobsQuerySchema = z.object({
+  status: z
+    .string()
+    .optional()
+    .transform((s, ctx) => {
+      if (!s) return undefined;
+      const values = s.split(",").map((v) => v.trim());
+      const bad = values.filter((v) => !(JOB_STATUSES as readonly string[]).includes(v));
+      if (bad.length) ctx.addIssue({ code: "custom", message: `unknown status ${bad.join(", ")}` });
+      return values as (typeof JOB_STATUSES)[number][];
+    })
+    .meta({ description: "Comma-separated statuses" }),
+  queue: z.string().max(63).optional(),
+  scheduleId: uuid.optional(),
+  createdAfter: timestamp.optional(),
+  createdBefore: timestamp.optional(),
+  ...pageQuery,
+});
+
+export const jobPageSchema = page(jobSchema).meta({ id: "JobPage" });
+
+export const batchCreateSchema = z
+  .object({
+    jobs: z
+      .array(createJobSchema.and(z.object({ idempotencyKey: z.string().min(1).max(255).optional() })))
+      .min(1)
+      .max(1000),
+  })
+  .meta({ id: "BatchCreateJobs" });
+
+export const batchResultSchema = z
+  .object({
+    results: z.array(
+      z.object({
+        index: z.number().int(),
+        status: z.number().int().meta({ description: "201 created, 200 idempotent replay, else the problem's status" }),
+        replayed: z.boolean().optional(),
+        job: jobSchema.optional(),
+        error: problemSchema.optional(),
+      }),
+    ),
+  })
+  .meta({ id: "BatchCreateResult" });
+
+export const cancelResultSchema = z
+  .object({
+    outcome: z.enum(["cancelled", "running"]).meta({
+      description:
+        "cancelled: no attempt will start after this answer. running: an attempt is executing now; it may still " +
+        "complete and its side effect may already have happened; no further attempt will be made.",
+    }),
+    job: jobSchema,
+  })
+  .meta({ id: "CancelResult" });
+
+export { problemSchema };

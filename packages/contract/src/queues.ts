@@ -1,0 +1,50 @@
+import { z } from "zod";
+import { backoffSchema } from "./jobs.js";
+import { timestamp } from "./common.js";
+
+export const queueNameSchema = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9_.-]{0,62}$/, "lowercase letters, digits, '.', '_' or '-', at most 63, starting with a letter or digit");
+
+const queueSettings = {
+  concurrency: z.number().int().min(1).max(100_000).nullable().meta({ description: "Attempts in flight at once; null: only the tenant cap" }),
+  ratePerSecond: z.number().positive().max(100_000).nullable().meta({ description: "Dispatches per second; null: unlimited" }),
+  defaultMaxAttempts: z.number().int().min(1).max(100),
+  defaultBackoff: backoffSchema,
+  defaultTimeoutMs: z.number().int().min(100).max(300_000),
+};
+
+export const createQueueSchema = z
+  .object({
+    name: queueNameSchema,
+    concurrency: queueSettings.concurrency.optional(),
+    ratePerSecond: queueSettings.ratePerSecond.optional(),
+    defaultMaxAttempts: queueSettings.defaultMaxAttempts.optional(),
+    defaultBackoff: queueSettings.defaultBackoff.optional(),
+    defaultTimeoutMs: queueSettings.defaultTimeoutMs.optional(),
+  })
+  .meta({ id: "CreateQueue" });
+
+export const updateQueueSchema = z
+  .object({
+    concurrency: queueSettings.concurrency.optional(),
+    ratePerSecond: queueSettings.ratePerSecond.optional(),
+    defaultMaxAttempts: queueSettings.defaultMaxAttempts.optional(),
+    defaultBackoff: queueSettings.defaultBackoff.optional(),
+    defaultTimeoutMs: queueSettings.defaultTimeoutMs.optional(),
+  })
+  .refine((u) => Object.keys(u).length > 0, "nothing to update")
+  .meta({ id: "UpdateQueue" });
+
+export const queueSchema = z
+  .object({
+    name: z.string(),
+    paused: z.boolean(),
+    ...queueSettings,
+    version: z.number().int(),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  })
+  .meta({ id: "Queue" });
+
+export type Queue = z.output<typeof queueSchema>;

@@ -1,0 +1,189 @@
+import { z } from "zod";
+import type { ErrorCode } from "@tick/core";
+import { uuid } from "./common.js";
+import {
+  batchCreateSchema,
+  batchResultSchema,
+  cancelResultSchema,
+  createJobSchema,
+  jobPageSchema,
+  jobSchema,
+  jobWithAttemptsSchema,
+  listJobsQuerySchema,
+} from "./jobs.js";
+import { apiKeySchema, createApiKeySchema, createdApiKeySchema } from "./keys.js";
+import { createQueueSchema, queueNameSchema, queueSchema, updateQueueSchema } from "./queues.js";
+import type { ApiKeyScope } from "./scopes.js";
+
+export interface RouteResponse {
+  description: string;
+  schema?: z.ZodType;
+}
+
+/** One operation of the public API: the route handler, the OpenAPI document and the client all read this. */
+export interface RouteDef {
+  method: "get" | "post" | "patch" | "delete";
+  /** Under /api/v1, with {param} placeholders. */
+  path: string;
+  summary: string;
+  description?: string;
+  scope: ApiKeyScope;
+  params?: z.ZodObject;
+  query?: z.ZodObject;
+  body?: z.ZodType;
+  /** Accepts an Idempotency-Key header. */
+  idempotent?: boolean;
+  responses: Record<number, RouteResponse>;
+  /** Problem codes this operation may answer besides the ones every operation may (auth, rate, 5xx). */
+  errors: ErrorCode[];
+}
+
+const idParams = z.object({ id: uuid });
+const queueParams = z.object({ name: queueNameSchema });
+const keyList = z.object({ data: z.array(apiKeySchema) }).meta({ id: "ApiKeyList" });
+const queueList = z.object({ data: z.array(queueSchema) }).meta({ id: "QueueList" });
+
+export const routes = {
+  createJob: {
+    method: "post",
+    path: "/jobs",
+    summary: "Create a job",
+    description:
+      "201 means the job is durably committed. With an Idempotency-Key, repeating the same request returns the " +
+      "original job (200, header Idempotent-Replayed: true); the same key with a different body is refused (422). " +
+      "503 means nothing was created: retry with the same key.",
+    scope: "jobs:write",
+    body: createJobSchema,
+    idempotent: true,
+    responses: { 201: { description: "Created", schema: jobSchema }, 200: { description: "Idempotent replay", schema: jobSchema } },
+    errors: ["bad_request", "validation_failed", "target_not_allowed", "idempotency_key_reused", "payload_too_large", "quota_exceeded", "not_found"],
+  },
+  createJobsBatch: {
+    method: "post",
+    path: "/jobs/batch",
+    summary: "Create up to 1,000 jobs",
+    description: "Each item is created (or replayed, with its own idempotencyKey) independently; results come per item, in order.",
+    scope: "jobs:write",
+    body: batchCreateSchema,
+    responses: { 200: { description: "Per-item results", schema: batchResultSchema } },
+    errors: ["bad_request", "validation_failed", "payload_too_large"],
+  },
+  listJobs: {
+    method: "get",
+    path: "/jobs",
+    summary: "List jobs, newest first",
+    scope: "jobs:read",
+    query: listJobsQuerySchema,
+    responses: { 200: { description: "A page of jobs", schema: jobPageSchema } },
+    errors: ["validation_failed"],
+  },
+  getJob: {
+    method: "get",
+    path: "/jobs/{id}",
+    summary: "Get a job with its attempts",
+    scope: "jobs:read",
+    params: idParams,
+    responses: { 200: { description: "The job", schema: jobWithAttemptsSchema } },
+    errors: ["not_found", "validation_failed"],
+  },
+  cancelJob: {
+    method: "post",
+    path: "/jobs/{id}/cancel",
+    summary: "Cancel a job",
+    description:
+      "200 `cancelled`: the job had not started and no attempt will start from now on. 202 `running`: an attempt is " +
+      "executing; it may still complete and its side effect may already have happened, but no further attempt will " +
+      "be made. 409: the job had already finished.",
+    scope: "jobs:write",
+    params: idParams,
+    responses: {
+      200: { description: "Cancelled before it started", schema: cancelResultSchema },
+      202: { description: "Running: cancel recorded, the current attempt may still complete", schema: cancelResultSchema },
+    },
+    errors: ["not_found", "conflict", "validation_failed"],
+  },
+  listQueues: {
+    method: "get",
+    path: "/queues",
+    summary: "List queues",
+    scope: "queues:read",
+    responses: { 200: { description: "All queues of the tenant", schema: queueList } },
+    errors: [],
+  },
+  createQueue: {
+    method: "post",
+    path: "/queues",
+    summary: "Create a queue",
+    scope: "queues:write",
+    body: createQueueSchema,
+    responses: { 201: { description: "Created", schema: queueSchema } },
+    errors: ["bad_request", "validation_failed", "conflict"],
+  },
+  getQueue: {
+    method: "get",
+    path: "/queues/{name}",
+    summary: "Get a queue",
+    scope: "queues:read",
+    params: queueParams,
+    responses: { 200: { description: "The queue", schema: queueSchema } },
+    errors: ["not_found", "validation_failed"],
+  },
+  updateQueue: {
+    method: "patch",
+    path: "/queues/{name}",
+    summary: "Change a queue's concurrency, rate or retry defaults",
+    scope: "queues:write",
+    params: queueParams,
+    body: updateQueueSchema,
+    responses: { 200: { description: "Updated", schema: queueSchema } },
+    errors: ["bad_request", "not_found", "validation_failed"],
+  },
+  pauseQueue: {
+    method: "post",
+    path: "/queues/{name}/pause",
+    summary: "Pause a queue (its due jobs wait; other queues keep running)",
+    scope: "queues:write",
+    params: queueParams,
+    responses: { 200: { description: "Paused", schema: queueSchema } },
+    errors: ["not_found", "validation_failed"],
+  },
+  resumeQueue: {
+    method: "post",
+    path: "/queues/{name}/resume",
+    summary: "Resume a paused queue",
+    scope: "queues:write",
+    params: queueParams,
+    responses: { 200: { description: "Resumed", schema: queueSchema } },
+    errors: ["not_found", "validation_failed"],
+  },
+  listApiKeys: {
+    method: "get",
+    path: "/keys",
+    summary: "List API keys (never the secrets)",
+    scope: "keys:read",
+    responses: { 200: { description: "All keys of the tenant", schema: keyList } },
+    errors: [],
+  },
+  createApiKey: {
+    method: "post",
+    path: "/keys",
+    summary: "Create an API key",
+    description: "The key is returned once. A key can only grant scopes it holds itself (admin holds all).",
+    scope: "keys:write",
+    body: createApiKeySchema,
+    responses: { 201: { description: "Created", schema: createdApiKeySchema } },
+    errors: ["bad_request", "validation_failed", "forbidden"],
+  },
+  revokeApiKey: {
+    method: "post",
+    path: "/keys/{id}/revoke",
+    summary: "Revoke an API key (effective on the next request)",
+    scope: "keys:write",
+    params: idParams,
+    responses: { 200: { description: "Revoked", schema: apiKeySchema } },
+    errors: ["not_found", "validation_failed"],
+  },
+} as const satisfies Record<string, RouteDef>;
+
+export type Routes = typeof routes;
+export type RouteName = keyof Routes;
