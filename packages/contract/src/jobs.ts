@@ -15,7 +15,7 @@ export const backoffSchema = backoffPolicySchema.meta({
 });
 
 export const httpTargetSchema = z
-  .object({
+  .strictObject({
     method: z.enum(["GET", "POST", "PUT", "PATCH", "DELETE"]).default("POST"),
     url: z.string().max(2048).meta({ description: "http(s) URL; private, loopback and link-local addresses are refused" }),
     headers: z
@@ -35,8 +35,9 @@ const metadataSchema = z
   .refine((m) => JSON.stringify(m).length <= 16_384, "metadata is limited to 16 KiB of JSON")
   .meta({ description: "Free-form JSON object (at most 16 KiB), returned as given" });
 
+// Strict: an unknown field is refused (a typo like "delay" for "delayMs" must not pass silently).
 export const createJobSchema = z
-  .object({
+  .strictObject({
     queue: z.string().min(1).max(63).default("default"),
     target: httpTargetSchema,
     runAt: timestamp.optional().meta({ description: "Earliest start (database clock). Omit both runAt and delayMs to run now." }),
@@ -141,7 +142,7 @@ export const jobPageSchema = page(jobSchema).meta({ id: "JobPage" });
 export const batchCreateSchema = z
   .object({
     jobs: z
-      .array(createJobSchema.and(z.object({ idempotencyKey: z.string().min(1).max(255).optional() })))
+      .array(z.looseObject({ idempotencyKey: z.string().min(1).max(255).optional() }).meta({ description: "A CreateJob plus an optional idempotencyKey" }))
       .min(1)
       .max(1000),
   })

@@ -1,22 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 
-/** Scopes an API key may carry. `admin` implies every other scope. */
-export const API_KEY_SCOPES = [
-  "jobs:read",
-  "jobs:write",
-  "schedules:read",
-  "schedules:write",
-  "queues:read",
-  "queues:write",
-  "dlq:read",
-  "dlq:replay",
-  "webhooks:write",
-  "audit:read",
-  "keys:write",
-  "admin",
-] as const;
-export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
-
 const KEY_PATTERN = /^tk_([A-Za-z0-9]{12})_([A-Za-z0-9_-]{32,})$/;
 
 function base62(bytes: Buffer): string {
@@ -50,8 +33,4 @@ export function apiKeyMatches(key: string, storedHash: string): boolean {
   const a = Buffer.from(hashApiKey(key), "hex");
   const b = Buffer.from(storedHash, "hex");
   return a.length === b.length && timingSafeEqual(a, b);
-}
-
-export function hasScope(granted: readonly string[], needed: ApiKeyScope): boolean {
-  return granted.includes("admin") || granted.includes(needed);
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiKeyMatches, hasScope, parseApiKey } from "./api-keys.js";
+import { hasScope } from "@tick/contract";
+import { apiKeyMatches, parseApiKey } from "./api-keys.js";
 import { createPrismaClient, type PrismaClient } from "./client.js";
 import { verifyPassword } from "./passwords.js";
 import { seedDemo } from "./seed.js";

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { durationSchema, parseCidrList } from "@tick/core";
 import { baseEnvShape, parseEnv } from "@tick/runtime";
 
 export const consoleEnvSchema = z.object({
@@ -9,6 +10,29 @@ export const consoleEnvSchema = z.object({
   NEXTAUTH_URL: z.url(),
   /** Number of scheduler shards tenants are spread over (must match the schedulers'). */
   TICK_SHARDS: z.coerce.number().int().positive().max(4096).default(16),
+  /**
+   * Address ranges tenants' job targets and callbacks may use although they are not public (loopback,
+   * private, link-local). Empty by default: only public addresses. The local demo sets 127.0.0.0/8,::1/128.
+   */
+  TICK_SSRF_ALLOWED_CIDRS: z
+    .string()
+    .default("")
+    .transform((text, ctx) => {
+      try {
+        return parseCidrList(text);
+      } catch (err) {
+        ctx.addIssue({ code: "custom", message: (err as Error).message });
+        return z.NEVER;
+      }
+    }),
+  /** How long an Idempotency-Key is held after the job it created (at least this long). */
+  TICK_IDEMPOTENCY_TTL: durationSchema.default(24 * 3_600_000),
+  /** Largest request body accepted by single-object endpoints. */
+  API_MAX_BODY_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+  /** Largest request body accepted by POST /jobs/batch (up to 1,000 jobs). */
+  API_MAX_BATCH_BODY_BYTES: z.coerce.number().int().min(1024).max(256 * 1024 * 1024).default(16 * 1024 * 1024),
+  /** How long an admission check may wait for Redis before the request is let through (fail open). */
+  API_RATE_LIMIT_TIMEOUT: durationSchema.default(250),
 });
 
 export type ConsoleEnv = z.output<typeof consoleEnvSchema>;

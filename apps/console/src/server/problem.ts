@@ -12,7 +12,10 @@ export function problemResponse(err: unknown, instance?: string): Response {
   const problem = toProblem(mapped, instance);
   const headers = new Headers({ "content-type": "application/problem+json", "cache-control": "no-store" });
   if (mapped instanceof AppError && mapped.retryAfterSeconds !== undefined) {
-    headers.set("retry-after", String(Math.ceil(mapped.retryAfterSeconds)));
+    headers.set("retry-after", String(Math.max(1, Math.ceil(mapped.retryAfterSeconds))));
   }
+  // Errors may carry response headers (e.g. RateLimit-* on a 429).
+  const extraHeaders = (mapped as { headers?: Record<string, string> }).headers;
+  if (extraHeaders && typeof extraHeaders === "object") for (const [k, v] of Object.entries(extraHeaders)) headers.set(k, v);
   return new Response(JSON.stringify(problem), { status: problem.status, headers });
 }

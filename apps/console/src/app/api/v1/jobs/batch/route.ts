@@ -1,0 +1,42 @@
+import { AppError } from "@tick/core";
+import { getJobDeps } from "@/server/api/deps";
+import { rateLimitHeaders } from "@/server/api/admission";
+import { apiRoute } from "@/server/api/route";
+import { createJobs } from "@/server/services/jobs";
+
+export const dynamic = "force-dynamic";
+
+export const POST = apiRoute(
+  "createJobsBatch",
+  async ({ principal, body }) => {
+    // Items are validated one by one so one bad item does not sink the other 999.
+    const raw = body as unknown as { jobs?: unknown };
+    if (!raw || typeof raw !== "object" || !Array.isArray(raw.jobs) || raw.jobs.length < 1 || raw.jobs.length > 1000) {
+      throw new AppError("validation_failed", "Send { \"jobs\": [...] } with 1 to 1,000 jobs.", {
+        extra: { errors: [{ path: "jobs", message: "must be an array of 1 to 1000 jobs" }] },
+      });
+    }
+    const items = raw.jobs.map((item) => {
+      const { idempotencyKey, ...input } = (item && typeof item === "object" ? item : {}) as Record<string, unknown>;
+      if (idempotencyKey === undefined) return { input, idempotencyKey: null };
+      if (typeof idempotencyKey === "string" && idempotencyKey.length > 0 && idempotencyKey.length <= 255) return { input, idempotencyKey };
+      const message = "must be a string of 1 to 255 characters";
+      return {
+        input,
+        idempotencyKey: null,
+        invalid: new AppError("validation_failed", `idempotencyKey ${message}.`, { extra: { errors: [{ path: "idempotencyKey", message }] } }),
+      };
+    });
+    const { outcomes, admission } = await createJobs(getJobDeps(), principal, items);
+    return {
+      status: 200,
+      body: {
+        results: outcomes.map((o, index) =>
+          "error" in o ? { index, status: o.status, error: o.error } : { index, status: o.status, replayed: o.replayed, job: o.job },
+        ),
+      },
+      headers: admission ? rateLimitHeaders(admission) : {},
+    };
+  },
+  { rawBody: true, maxBodyBytes: (env) => env.API_MAX_BATCH_BODY_BYTES },
+);

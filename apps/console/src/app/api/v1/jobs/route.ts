@@ -1,0 +1,41 @@
+import { getJobDeps } from "@/server/api/deps";
+import { rateLimitHeaders } from "@/server/api/admission";
+import { apiRoute } from "@/server/api/route";
+import { createJobs, jobCursor } from "@/server/services/jobs";
+import { jobView } from "@/server/services/views";
+import { getContext } from "@/server/context";
+import { sql } from "@tick/db";
+
+export const dynamic = "force-dynamic";
+
+export const POST = apiRoute(
+  "createJob",
+  async ({ principal, body, idempotencyKey }) => {
+    // The body is validated inside createJobs (shared with batch), which also hashes it for idempotency.
+    const { outcomes, admission } = await createJobs(getJobDeps(), principal, [{ input: body, idempotencyKey }]);
+    const outcome = outcomes[0]!;
+    const headers = admission ? rateLimitHeaders(admission) : {};
+    if ("error" in outcome) throw Object.assign(outcome.cause as object, { headers });
+    return {
+      status: outcome.status,
+      body: outcome.job,
+      headers: { ...headers, ...(outcome.replayed ? { "Idempotent-Replayed": "true" } : {}), Location: `/api/v1/jobs/${outcome.job.id}` },
+    };
+  },
+  { rawBody: true },
+);
+
+export const GET = apiRoute("listJobs", async ({ principal, query }) => {
+  const rows = await sql.listJobs(getContext().pool, principal.tenant.id, {
+    statuses: query.status,
+    queue: query.queue,
+    scheduleId: query.scheduleId,
+    createdAfter: query.createdAfter,
+    createdBefore: query.createdBefore,
+    before: query.cursor ? jobCursor.decode(query.cursor) : undefined,
+    limit: query.limit + 1,
+  });
+  const page = rows.slice(0, query.limit);
+  const nextCursor = rows.length > query.limit ? jobCursor.encode(page[page.length - 1]!) : null;
+  return { status: 200, body: { data: page.map((r) => jobView(r)), nextCursor } };
+});

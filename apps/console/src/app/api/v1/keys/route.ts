@@ -1,0 +1,15 @@
+import { apiRoute } from "@/server/api/route";
+import { getContext } from "@/server/context";
+import { createApiKey, listApiKeys } from "@/server/services/keys";
+
+export const dynamic = "force-dynamic";
+
+export const GET = apiRoute("listApiKeys", async ({ principal }) => ({
+  status: 200,
+  body: { data: await listApiKeys(getContext().prisma, principal.tenant.id) },
+}));
+
+export const POST = apiRoute("createApiKey", async ({ principal, body }) => ({
+  status: 201,
+  body: await createApiKey(getContext().prisma, principal, body),
+}));

@@ -1,0 +1,92 @@
+import type { Redis } from "ioredis";
+import type { Logger } from "@tick/runtime";
+
+// Token bucket per tenant, refilled continuously at `rate` tokens/s up to `burst`. One atomic script
+// using Redis' own clock (TIME), so API nodes with skewed clocks share one consistent bucket.
+const TAKE_TOKENS = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local want = tonumber(ARGV[3])
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
+local tokens = tonumber(state[1])
+local ts = tonumber(state[2])
+if tokens == nil or ts == nil then tokens = burst; ts = now end
+tokens = math.min(burst, tokens + math.max(0, now - ts) * rate / 1000)
+local granted = math.min(want, math.floor(tokens))
+tokens = tokens - granted
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ts', tostring(now))
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
+local retry = 0
+if granted < want then
+  local need = math.min(want - granted, burst) - tokens
+  retry = math.ceil(need / rate * 1000)
+end
+return {granted, math.floor(tokens), retry}
+`;
+
+export interface AdmissionResult {
+  granted: number;
+  remaining: number;
+  /** Milliseconds until the refused part could be admitted (0 when all was granted). */
+  retryAfterMs: number;
+  limit: number;
+  /** False when Redis did not answer in time and the request was let through (fail open). */
+  enforced: boolean;
+}
+
+type RedisWithTake = Redis & { tickTakeTokens(key: string, rate: number, burst: number, want: number): Promise<[number, number, number]> };
+
+export interface AdmissionOptions {
+  redis: Redis;
+  prefix: string;
+  timeoutMs: number;
+  logger: Logger;
+}
+
+/**
+ * Takes up to `want` admission tokens for a tenant. When Redis is unreachable the check fails open:
+ * the rate limit is skipped (and logged), while the pending-job quota, enforced in Postgres in the
+ * creating transaction, still holds. Rejecting all traffic because a rebuildable cache is down would
+ * turn a Redis blip into an outage of the API.
+ */
+export function createAdmission({ redis, prefix, timeoutMs, logger }: AdmissionOptions) {
+  const r = redis as RedisWithTake;
+  if (typeof r.tickTakeTokens !== "function") r.defineCommand("tickTakeTokens", { numberOfKeys: 1, lua: TAKE_TOKENS });
+  let lastWarning = 0;
+
+  return async function admit(tenant: { id: string; admissionRate: number; admissionBurst: number }, want: number): Promise<AdmissionResult> {
+    const limit = tenant.admissionBurst;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const [granted, remaining, retryAfterMs] = await Promise.race([
+        r.tickTakeTokens(`${prefix}:admission:${tenant.id}`, tenant.admissionRate, tenant.admissionBurst, want),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+        }),
+      ]);
+      return { granted, remaining, retryAfterMs, limit, enforced: true };
+    } catch (err) {
+      if (Date.now() - lastWarning > 10_000) {
+        lastWarning = Date.now();
+        logger.warn({ err: (err as Error).message, tenantId: tenant.id }, "admission rate limit skipped: redis unavailable (failing open)");
+      }
+      return { granted: want, remaining: limit, retryAfterMs: 0, limit, enforced: false };
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}
+
+export type Admit = ReturnType<typeof createAdmission>;
+
+/** IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers). */
+export function rateLimitHeaders(result: AdmissionResult): Record<string, string> {
+  if (!result.enforced) return {};
+  return {
+    "RateLimit-Limit": String(result.limit),
+    "RateLimit-Remaining": String(result.remaining),
+    "RateLimit-Reset": String(Math.ceil(result.retryAfterMs / 1000)),
+  };
+}

@@ -1,0 +1,21 @@
+import type { JobServiceDeps } from "../services/jobs";
+import { getContext } from "../context";
+import { getEnv } from "../env";
+import { createAdmission } from "./admission";
+
+let cached: JobServiceDeps | undefined;
+
+/** What the job service needs, wired once from config. */
+export function getJobDeps(): JobServiceDeps {
+  if (!cached) {
+    const env = getEnv();
+    const { pool, redis, logger } = getContext();
+    cached = {
+      pool,
+      admit: createAdmission({ redis, prefix: env.TICK_REDIS_PREFIX, timeoutMs: env.API_RATE_LIMIT_TIMEOUT, logger }),
+      allowedCidrs: env.TICK_SSRF_ALLOWED_CIDRS,
+      idempotencyTtlMs: env.TICK_IDEMPOTENCY_TTL,
+    };
+  }
+  return cached;
+}

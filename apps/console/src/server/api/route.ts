@@ -1,0 +1,114 @@
+import type { z } from "zod";
+import { AppError } from "@tick/core";
+import { hasScope, routes, type RouteName } from "@tick/contract";
+import { getContext } from "../context";
+import { getEnv, type ConsoleEnv } from "../env";
+import { problemResponse } from "../problem";
+import { authenticateApiKey, type ApiPrincipal } from "./authenticate";
+
+type Route<N extends RouteName> = (typeof routes)[N];
+type Out<T> = T extends z.ZodType ? z.output<T> : Record<string, never>;
+
+export interface ApiRequest<N extends RouteName> {
+  principal: ApiPrincipal;
+  params: Route<N> extends { params: infer P } ? Out<P> : Record<string, never>;
+  query: Route<N> extends { query: infer Q } ? Out<Q> : Record<string, never>;
+  /** The validated body, or the raw JSON for routes registered with `rawBody`. */
+  body: Route<N> extends { body: infer B } ? Out<B> : undefined;
+  idempotencyKey: string | null;
+  request: Request;
+}
+
+export interface ApiResponse {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface ApiRouteOptions {
+  /** Hand the parsed JSON to the handler unvalidated (it validates item by item, e.g. batch create). */
+  rawBody?: boolean;
+  /** Body limit for this route (default API_MAX_BODY_BYTES); read from config per request, not at build. */
+  maxBodyBytes?: (env: ConsoleEnv) => number;
+}
+
+async function readJson(request: Request, maxBytes: number): Promise<unknown> {
+  const type = request.headers.get("content-type") ?? "";
+  if (!/^application\/([\w.+-]+\+)?json\b/i.test(type)) {
+    throw new AppError("unsupported_media_type", "Send the body as application/json.");
+  }
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  const tooLarge = () => new AppError("payload_too_large", `The body is larger than ${maxBytes} bytes.`);
+  if (declared > maxBytes) throw tooLarge();
+  const reader = request.body?.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  while (reader) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  const text = Buffer.concat(chunks).toString("utf8");
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new AppError("bad_request", "The body is not valid JSON.");
+  }
+}
+
+/**
+ * The one wrapper every /api/v1 handler goes through: API key auth and tenant resolution, the route's
+ * scope, zod parsing of path, query and body, and every error mapped to problem+json. Handlers get a
+ * tenant-scoped request and return status and body; they never see another tenant's key.
+ */
+export function apiRoute<N extends RouteName>(
+  name: N,
+  handler: (req: ApiRequest<N>) => Promise<ApiResponse>,
+  options: ApiRouteOptions = {},
+) {
+  const route = routes[name] as Route<N> & { params?: z.ZodObject; query?: z.ZodObject; body?: z.ZodType; idempotent?: boolean };
+  return async (request: Request, context: { params: Promise<Record<string, string>> }): Promise<Response> => {
+    const instance = new URL(request.url).pathname;
+    let tenantId: string | undefined;
+    try {
+      const app = getContext();
+      const principal = await authenticateApiKey(app.pool, request.headers.get("authorization"));
+      tenantId = principal.tenant.id;
+      if (!hasScope(principal.scopes, route.scope)) {
+        throw new AppError("forbidden", `This API key lacks the ${route.scope} scope.`);
+      }
+      let params: unknown = {};
+      if (route.params) {
+        const parsed = route.params.safeParse(await context.params);
+        // A malformed id names no resource of this tenant: the same 404 as someone else's id.
+        if (!parsed.success) throw new AppError("not_found", "No such resource.");
+        params = parsed.data;
+      }
+      const query = route.query ? route.query.parse(Object.fromEntries(new URL(request.url).searchParams)) : {};
+      let body: unknown;
+      if (route.body) {
+        const json = await readJson(request, (options.maxBodyBytes ?? ((env: ConsoleEnv) => env.API_MAX_BODY_BYTES))(getEnv()));
+        body = options.rawBody ? json : route.body.parse(json);
+      }
+      const idempotencyKey = route.idempotent ? request.headers.get("idempotency-key") : null;
+      if (idempotencyKey !== null && (idempotencyKey.length === 0 || idempotencyKey.length > 255)) {
+        throw new AppError("bad_request", "Idempotency-Key must be 1 to 255 characters.");
+      }
+      const result = await handler({ principal, params, query, body, idempotencyKey, request } as ApiRequest<N>);
+      return Response.json(result.body, {
+        status: result.status,
+        headers: { "cache-control": "no-store", ...result.headers },
+      });
+    } catch (err) {
+      if (!(err instanceof AppError) && !(err instanceof Error && err.name === "ZodError")) {
+        getContext().logger.error({ err, route: name, tenantId }, "API request failed");
+      }
+      return problemResponse(err, instance);
+    }
+  };
+}

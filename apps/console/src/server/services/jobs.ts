@@ -1,0 +1,269 @@
+import { createHash, randomUUID } from "node:crypto";
+import { AppError, toProblem, type Cidr, type Problem } from "@tick/core";
+import { createJobSchema, type CreateJob, type Job } from "@tick/contract";
+import { inTransaction, isDatabaseUnavailable, sql } from "@tick/db";
+import type pg from "pg";
+import type { Admit, AdmissionResult } from "../api/admission";
+import type { ApiPrincipal } from "../api/authenticate";
+import { assertTargetAllowed } from "../api/target-guard";
+import { jobView } from "./views";
+
+export interface JobServiceDeps {
+  pool: pg.Pool;
+  admit: Admit;
+  allowedCidrs: readonly Cidr[];
+  idempotencyTtlMs: number;
+}
+
+export interface CreateItem {
+  /** Unvalidated input (batch items are validated one by one). */
+  input: unknown;
+  idempotencyKey: string | null;
+  /** A problem found before validation (e.g. a malformed idempotencyKey in a batch item). */
+  invalid?: AppError;
+}
+
+export type CreateOutcome =
+  | { status: 201 | 200; job: Job; replayed: boolean }
+  /** `cause` is what was thrown (an AppError or a ZodError), for single-item routes to rethrow. */
+  | { status: number; error: Problem; cause: unknown };
+
+interface Prepared {
+  index: number;
+  job: CreateJob;
+  key: string | null;
+  hash: string;
+}
+
+/** Canonical JSON (sorted keys) so the same request always hashes the same. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value && typeof value === "object") {
+    return `{${Object.keys(value)
+      .sort()
+      .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
+      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
+      .join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+const failure = (err: unknown): CreateOutcome => {
+  const problem = toProblem(err);
+  return { status: problem.status, error: problem, cause: err };
+};
+
+/**
+ * Creates jobs (one, or a batch of up to 1,000) for one tenant. Per item: validation, SSRF check,
+ * admission (token bucket), idempotency (same key + same body → the original job; same key + other
+ * body → 422), the pending-job quota, and the insert, all in one transaction. A 201 means committed.
+ */
+export async function createJobs(
+  deps: JobServiceDeps,
+  principal: ApiPrincipal,
+  items: CreateItem[],
+): Promise<{ outcomes: CreateOutcome[]; admission: AdmissionResult | null }> {
+  const tenant = principal.tenant;
+  const outcomes: (CreateOutcome | undefined)[] = new Array(items.length);
+
+  // 1. Validate each item and check its URLs (no I/O against the database yet).
+  const prepared: Prepared[] = [];
+  await Promise.all(
+    items.map(async (item, index) => {
+      if (item.invalid) {
+        outcomes[index] = failure(item.invalid);
+        return;
+      }
+      const parsed = createJobSchema.safeParse(item.input);
+      if (!parsed.success) {
+        outcomes[index] = failure(parsed.error);
+        return;
+      }
+      try {
+        await assertTargetAllowed(parsed.data.target.url, "target.url", deps.allowedCidrs);
+        if (parsed.data.callbackUrl) await assertTargetAllowed(parsed.data.callbackUrl, "callbackUrl", deps.allowedCidrs);
+      } catch (err) {
+        outcomes[index] = failure(err);
+        return;
+      }
+      prepared.push({ index, job: parsed.data, key: item.idempotencyKey, hash: createHash("sha256").update(canonical(parsed.data)).digest("hex") });
+    }),
+  );
+  prepared.sort((a, b) => a.index - b.index);
+
+  // 2. Admission: one token per valid item; what the bucket cannot cover is refused with 429.
+  let admission: AdmissionResult | null = null;
+  let admitted = prepared;
+  if (prepared.length) {
+    admission = await deps.admit(tenant, prepared.length);
+    admitted = prepared.slice(0, admission.granted);
+    for (const p of prepared.slice(admission.granted)) {
+      outcomes[p.index] = failure(
+        new AppError("rate_limited", `Tenant creation rate exceeded (${tenant.admissionRate}/s, burst ${tenant.admissionBurst}).`, {
+          retryAfterSeconds: Math.max(1, Math.ceil(admission.retryAfterMs / 1000)),
+        }),
+      );
+    }
+  }
+
+  // 3. One transaction: idempotency, quota, insert.
+  if (admitted.length) {
+    let committing = false;
+    try {
+      await inTransaction(deps.pool, async (client) => {
+        await resolveInTransaction(client, deps, principal, admitted, outcomes);
+        committing = true;
+      });
+    } catch (err) {
+      if (!isDatabaseUnavailable(err)) throw err;
+      // Before COMMIT was sent nothing exists; if the connection broke during COMMIT we cannot know.
+      throw new AppError(
+        "database_unavailable",
+        committing
+          ? "The database connection was lost while committing: the job may or may not exist. Retry with the same Idempotency-Key to find out."
+          : "The database is unreachable; nothing was created. Retry later (with the same Idempotency-Key).",
+        { retryAfterSeconds: 5, cause: err },
+      );
+    }
+  }
+  return { outcomes: outcomes.map((o) => o!), admission };
+}
+
+async function resolveInTransaction(
+  client: pg.PoolClient,
+  deps: JobServiceDeps,
+  principal: ApiPrincipal,
+  items: Prepared[],
+  outcomes: (CreateOutcome | undefined)[],
+): Promise<void> {
+  const tenant = principal.tenant;
+  const keys = [...new Set(items.flatMap((p) => (p.key ? [p.key] : [])))];
+  await sql.releaseExpiredIdempotencyKeys(client, tenant.id, keys);
+
+  const queueNames = [...new Set(items.map((p) => p.job.queue))];
+  const { rows: queues } = await client.query<{ id: string; name: string; default_max_attempts: number; default_backoff: unknown; default_timeout_ms: number }>(
+    `SELECT id, name, default_max_attempts, default_backoff, default_timeout_ms FROM queues WHERE tenant_id = $1 AND name = ANY($2::text[])`,
+    [tenant.id, queueNames],
+  );
+  const queueByName = new Map(queues.map((q) => [q.name, q]));
+
+  const settleWithExisting = (existing: Map<string, sql.JobRow>, p: Prepared): boolean => {
+    const row = p.key ? existing.get(p.key) : undefined;
+    if (!row) return false;
+    outcomes[p.index] =
+      row.request_hash === p.hash
+        ? { status: 200, job: jobView(row, queueName(row.queue_id)), replayed: true }
+        : failure(new AppError("idempotency_key_reused", `Idempotency-Key "${p.key}" was already used with a different request body.`));
+    return true;
+  };
+  const queueName = (queueId: string) => queues.find((q) => q.id === queueId)?.name ?? "";
+  const byKey = (rows: sql.JobRow[]) => new Map(rows.map((r) => [r.idempotency_key!, r]));
+
+  // Replays first: they neither count against the quota nor insert anything.
+  const existing = byKey(await sql.findJobsByIdempotencyKeys(client, tenant.id, keys));
+  let fresh = items.filter((p) => !settleWithExisting(existing, p));
+  fresh = fresh.filter((p) => {
+    if (queueByName.has(p.job.queue)) return true;
+    outcomes[p.index] = failure(
+      new AppError("validation_failed", `Queue "${p.job.queue}" does not exist.`, { extra: { errors: [{ path: "queue", message: "no such queue" }] } }),
+    );
+    return false;
+  });
+  if (!fresh.length) return;
+
+  // Pending-job quota, counted in Postgres so it holds even when Redis is down.
+  const pending = await sql.countPendingJobs(client, tenant.id, tenant.maxPendingJobs + 1);
+  const room = Math.max(0, tenant.maxPendingJobs - pending);
+  for (const p of fresh.slice(room)) {
+    outcomes[p.index] = failure(
+      new AppError("quota_exceeded", `The tenant already has ${pending} unfinished jobs (limit ${tenant.maxPendingJobs}).`, { retryAfterSeconds: 30 }),
+    );
+  }
+  fresh = fresh.slice(0, room);
+  if (!fresh.length) return;
+
+  const ids = new Map<Prepared, string>(fresh.map((p) => [p, randomUUID()]));
+  const inserted = await sql.insertJobs(
+    client,
+    tenant,
+    fresh.map((p) => {
+      const q = queueByName.get(p.job.queue)!;
+      const j = p.job;
+      return {
+        id: ids.get(p)!,
+        queue_id: q.id,
+        run_at: j.runAt ?? null,
+        delay_ms: j.delayMs ?? 0,
+        expires_at: j.expiresAt ?? null,
+        priority: j.priority,
+        idempotency_key: p.key,
+        request_hash: p.key ? p.hash : null,
+        method: j.target.method,
+        url: j.target.url,
+        headers: j.target.headers,
+        body: j.target.body ?? null,
+        timeout_ms: j.target.timeoutMs ?? q.default_timeout_ms,
+        max_attempts: j.maxAttempts ?? q.default_max_attempts,
+        backoff: j.backoff ?? q.default_backoff,
+        dependency_key: j.dependencyKey ?? null,
+        callback_url: j.callbackUrl ?? null,
+        metadata: j.metadata,
+      };
+    }),
+    deps.idempotencyTtlMs,
+  );
+  const insertedById = new Map(inserted.map((r) => [r.id, r]));
+  const lost: Prepared[] = [];
+  for (const p of fresh) {
+    const row = insertedById.get(ids.get(p)!);
+    if (row) outcomes[p.index] = { status: 201, job: jobView(row, p.job.queue), replayed: false };
+    else lost.push(p); // a concurrent request (or an earlier item of this batch) took the key first
+  }
+  if (lost.length) {
+    const winners = byKey(await sql.findJobsByIdempotencyKeys(client, tenant.id, lost.map((p) => p.key!)));
+    for (const p of lost) {
+      if (!settleWithExisting(winners, p)) {
+        outcomes[p.index] = failure(new AppError("conflict", "The job could not be created; retry the request."));
+      }
+    }
+  }
+}
+
+export async function getJobWithAttempts(pool: pg.Pool, tenantId: string, jobId: string) {
+  const row = await sql.findJob(pool, tenantId, jobId);
+  if (!row) throw new AppError("not_found", "No such job.");
+  const attempts = await sql.listAttempts(pool, tenantId, jobId);
+  return { row, attempts };
+}
+
+/**
+ * Cancel tells the truth: "cancelled" (nothing will start any more), "running" (the current attempt
+ * may still complete; its effect may already have happened; no retry will follow), or 409 when the job
+ * had already finished.
+ */
+export async function cancelJob(pool: pg.Pool, tenantId: string, jobId: string): Promise<{ outcome: "cancelled" | "running"; row: sql.JobRow }> {
+  const cancelled = await sql.cancelJobBeforeStart(pool, tenantId, jobId);
+  if (cancelled) return { outcome: "cancelled", row: cancelled };
+  const running = await sql.requestCancelOfRunningJob(pool, tenantId, jobId);
+  if (running) return { outcome: "running", row: running };
+  const current = await sql.findJob(pool, tenantId, jobId);
+  if (!current) throw new AppError("not_found", "No such job.");
+  // It moved between our statements: scheduled/dispatched → running is retried once above by the
+  // running branch; here it can only have finished.
+  throw new AppError("conflict", `The job has already finished (${current.status}).`, { extra: { jobStatus: current.status } });
+}
+
+/** Opaque keyset cursor for job listings. */
+export const jobCursor = {
+  encode: (row: { created_at: Date; id: string }) =>
+    Buffer.from(JSON.stringify({ c: row.created_at.toISOString(), i: row.id })).toString("base64url"),
+  decode: (cursor: string): { createdAt: string; id: string } => {
+    try {
+      const { c, i } = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
+      if (typeof c === "string" && typeof i === "string" && !Number.isNaN(Date.parse(c)) && /^[0-9a-f-]{36}$/i.test(i)) return { createdAt: c, id: i };
+    } catch {
+      // fall through
+    }
+    throw new AppError("validation_failed", "The cursor is not valid.", { extra: { errors: [{ path: "cursor", message: "invalid cursor" }] } });
+  },
+};

@@ -1,0 +1,66 @@
+import { AppError } from "@tick/core";
+import type { z } from "zod";
+import { hasScope, type createApiKeySchema } from "@tick/contract";
+import { generateApiKey, type PrismaClient } from "@tick/db";
+import type { ApiPrincipal } from "../api/authenticate";
+import { writeAudit } from "./audit";
+import { apiKeyView } from "./views";
+
+export async function listApiKeys(prisma: PrismaClient, tenantId: string) {
+  const keys = await prisma.apiKey.findMany({ where: { tenantId }, orderBy: { createdAt: "desc" } });
+  return keys.map(apiKeyView);
+}
+
+/** A key can grant only scopes its creator holds, so keys:write cannot mint an admin key. */
+export async function createApiKey(prisma: PrismaClient, principal: ApiPrincipal, input: z.output<typeof createApiKeySchema>) {
+  const missing = input.scopes.filter((s) => !hasScope(principal.scopes, s));
+  if (missing.length) throw new AppError("forbidden", `A key cannot grant scopes it does not hold: ${missing.join(", ")}.`);
+  if (input.expiresAt && Date.parse(input.expiresAt) <= Date.now()) {
+    throw new AppError("validation_failed", "expiresAt must be in the future.", { extra: { errors: [{ path: "expiresAt", message: "in the past" }] } });
+  }
+  const { key, prefix, hash } = generateApiKey();
+  const created = await prisma.$transaction(async (tx) => {
+    const row = await tx.apiKey.create({
+      data: {
+        tenantId: principal.tenant.id,
+        name: input.name,
+        prefix,
+        hash,
+        scopes: [...new Set(input.scopes)],
+        createdBy: `api_key:${principal.keyId}`,
+        expiresAt: input.expiresAt ? new Date(input.expiresAt) : null,
+      },
+    });
+    await writeAudit(tx, {
+      tenantId: principal.tenant.id,
+      actorType: "api_key",
+      actorId: principal.keyId,
+      action: "api_key.created",
+      targetType: "api_key",
+      targetId: row.id,
+      details: { name: row.name, prefix, scopes: row.scopes },
+    });
+    return row;
+  });
+  return { key, apiKey: apiKeyView(created) };
+}
+
+export async function revokeApiKey(prisma: PrismaClient, principal: ApiPrincipal, id: string) {
+  return prisma.$transaction(async (tx) => {
+    const current = await tx.apiKey.findFirst({ where: { id, tenantId: principal.tenant.id } });
+    if (!current) throw new AppError("not_found", "No such API key.");
+    const row = current.revokedAt ? current : await tx.apiKey.update({ where: { id }, data: { revokedAt: new Date() } });
+    if (!current.revokedAt) {
+      await writeAudit(tx, {
+        tenantId: principal.tenant.id,
+        actorType: "api_key",
+        actorId: principal.keyId,
+        action: "api_key.revoked",
+        targetType: "api_key",
+        targetId: id,
+        details: { prefix: row.prefix },
+      });
+    }
+    return apiKeyView(row);
+  });
+}

@@ -1,0 +1,67 @@
+import { AppError } from "@tick/core";
+import type { z } from "zod";
+import type { createQueueSchema, updateQueueSchema } from "@tick/contract";
+import type { PrismaClient } from "@tick/db";
+import type { ApiPrincipal } from "../api/authenticate";
+import { writeAudit } from "./audit";
+import { queueView } from "./views";
+
+const actor = (p: ApiPrincipal) => ({ tenantId: p.tenant.id, actorType: "api_key", actorId: p.keyId });
+
+export async function listQueues(prisma: PrismaClient, tenantId: string) {
+  const queues = await prisma.queue.findMany({ where: { tenantId }, orderBy: { name: "asc" } });
+  return queues.map(queueView);
+}
+
+export async function getQueue(prisma: PrismaClient, tenantId: string, name: string) {
+  const queue = await prisma.queue.findUnique({ where: { tenantId_name: { tenantId, name } } });
+  if (!queue) throw new AppError("not_found", `No queue named "${name}".`);
+  return queueView(queue);
+}
+
+export async function createQueue(prisma: PrismaClient, principal: ApiPrincipal, input: z.output<typeof createQueueSchema>) {
+  const tenantId = principal.tenant.id;
+  return prisma.$transaction(async (tx) => {
+    const exists = await tx.queue.findUnique({ where: { tenantId_name: { tenantId, name: input.name } } });
+    if (exists) throw new AppError("conflict", `A queue named "${input.name}" already exists.`);
+    const queue = await tx.queue
+      .create({
+        data: {
+          tenantId,
+          name: input.name,
+          concurrency: input.concurrency ?? null,
+          ratePerSecond: input.ratePerSecond ?? null,
+          ...(input.defaultMaxAttempts !== undefined ? { defaultMaxAttempts: input.defaultMaxAttempts } : {}),
+          ...(input.defaultBackoff !== undefined ? { defaultBackoff: input.defaultBackoff } : {}),
+          ...(input.defaultTimeoutMs !== undefined ? { defaultTimeoutMs: input.defaultTimeoutMs } : {}),
+        },
+      })
+      .catch((err: { code?: string }) => {
+        // Two creates racing past the check above: the unique constraint decides.
+        if (err.code === "P2002") throw new AppError("conflict", `A queue named "${input.name}" already exists.`);
+        throw err;
+      });
+    await writeAudit(tx, { ...actor(principal), action: "queue.created", targetType: "queue", targetId: queue.id, details: { name: queue.name } });
+    return queueView(queue);
+  });
+}
+
+type QueueChange = z.output<typeof updateQueueSchema> | { paused: boolean };
+
+/** Changes a queue with a version bump (optimistic: a concurrent change is retried on the fresh row). */
+export async function updateQueue(prisma: PrismaClient, principal: ApiPrincipal, name: string, change: QueueChange, action: string) {
+  const tenantId = principal.tenant.id;
+  return prisma.$transaction(async (tx) => {
+    const current = await tx.queue.findUnique({ where: { tenantId_name: { tenantId, name } } });
+    if (!current) throw new AppError("not_found", `No queue named "${name}".`);
+    const data = Object.fromEntries(Object.entries(change).filter(([, v]) => v !== undefined));
+    const { count } = await tx.queue.updateMany({
+      where: { id: current.id, version: current.version },
+      data: { ...data, version: { increment: 1 } },
+    });
+    if (count === 0) throw new AppError("conflict", "The queue changed concurrently; retry.");
+    const updated = await tx.queue.findUniqueOrThrow({ where: { id: current.id } });
+    await writeAudit(tx, { ...actor(principal), action, targetType: "queue", targetId: current.id, details: { name, change: data } });
+    return queueView(updated);
+  });
+}

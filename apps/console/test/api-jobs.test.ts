@@ -1,0 +1,280 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { jobBody, startConsole, type ConsoleHarness, type TestTenant } from "./harness";
+
+let h: ConsoleHarness;
+let a: TestTenant;
+let b: TestTenant;
+
+beforeAll(async () => {
+  h = await startConsole();
+  a = await h.createTenant();
+  b = await h.createTenant();
+});
+afterAll(async () => h?.stop());
+
+const problemType = (code: string) => `https://tick.dev/problems/${code}`;
+
+describe("POST /api/v1/jobs", () => {
+  it("creates a job durably and returns it (201, Location)", async () => {
+    const res = await h.client(a.apiKey).call("createJob", { body: jobBody({ priority: 5, metadata: { order: 42 } }) });
+    expect(res.status).toBe(201);
+    if (!res.ok) throw new Error("expected success");
+    expect(res.headers.get("location")).toBe(`/api/v1/jobs/${res.body.id}`);
+    expect(res.body).toMatchObject({ status: "scheduled", version: 1, queue: "default", priority: 5, attemptCount: 0, maxAttempts: 5 });
+    expect(res.body.metadata).toEqual({ order: 42 });
+    const row = await h.prisma.job.findUniqueOrThrow({ where: { id: res.body.id } });
+    expect(row.tenantId).toBe(a.id);
+    // due time comes from the database clock: created_at + delay
+    expect(row.dueAt.getTime() - row.createdAt.getTime()).toBeGreaterThanOrEqual(3_600_000 - 50);
+    expect(row.dueAt.getTime() - row.createdAt.getTime()).toBeLessThan(3_600_000 + 2_000);
+  });
+
+  it("replays the original job for the same Idempotency-Key and body, refuses a different body", async () => {
+    const client = h.client(a.apiKey);
+    const first = await client.call("createJob", { body: jobBody(), idempotencyKey: "order-1" });
+    expect(first.status).toBe(201);
+    const again = await client.call("createJob", { body: jobBody(), idempotencyKey: "order-1" });
+    expect(again.status).toBe(200);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    if (!first.ok || !again.ok) throw new Error("expected success");
+    expect(again.body.id).toBe(first.body.id);
+
+    const other = await client.call("createJob", { body: jobBody({ priority: 9 }), idempotencyKey: "order-1" });
+    expect(other.status).toBe(422);
+    if (other.ok) throw new Error("expected a problem");
+    expect(other.problem.type).toBe(problemType("idempotency-key-reused"));
+    expect(other.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+    expect(await h.prisma.job.count({ where: { tenantId: a.id, idempotencyKey: "order-1" } })).toBe(1);
+
+    // Keys are per tenant: tenant B may use the same key for its own job.
+    const forB = await h.client(b.apiKey).call("createJob", { body: jobBody(), idempotencyKey: "order-1" });
+    expect(forB.status).toBe(201);
+  });
+
+  it("converges 20 concurrent identical creates on one job", async () => {
+    const client = h.client(a.apiKey);
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () => client.call("createJob", { body: jobBody({ priority: 3 }), idempotencyKey: "burst-1" })),
+    );
+    const statuses = results.map((r) => r.status).sort();
+    expect(statuses.filter((s) => s === 201)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(19);
+    const ids = new Set(results.map((r) => (r.ok ? r.body.id : null)));
+    expect(ids.size).toBe(1);
+    expect(await h.prisma.job.count({ where: { tenantId: a.id, idempotencyKey: "burst-1" } })).toBe(1);
+  });
+
+  it.each([
+    ["missing target", {}, 422, "validation-failed"],
+    ["bad method", jobBody({ target: { method: "TRACE", url: "https://93.184.216.34/" } }), 422, "validation-failed"],
+    ["unknown field (typo)", jobBody({ delay: 5 }), 422, "validation-failed"],
+    ["runAt and delayMs together", jobBody({ runAt: "2030-01-01T00:00:00Z", delayMs: 5 }), 422, "validation-failed"],
+    ["reserved header", jobBody({ target: { url: "https://93.184.216.34/", headers: { Host: "x" } } }), 422, "validation-failed"],
+    ["unknown queue", jobBody({ queue: "nope" }), 422, "validation-failed"],
+    ["ftp target", jobBody({ target: { url: "ftp://93.184.216.34/x" } }), 422, "target-not-allowed"],
+    ["loopback target", jobBody({ target: { url: "http://127.0.0.1:8080/x" } }), 422, "target-not-allowed"],
+    ["localhost by name", jobBody({ target: { url: "http://localhost/x" } }), 422, "target-not-allowed"],
+    ["private target", jobBody({ target: { url: "http://10.1.2.3/x" } }), 422, "target-not-allowed"],
+    ["cloud metadata", jobBody({ target: { url: "http://169.254.169.254/latest/meta-data" } }), 422, "target-not-allowed"],
+    ["IPv6 loopback", jobBody({ target: { url: "http://[::1]/x" } }), 422, "target-not-allowed"],
+    ["decimal loopback", jobBody({ target: { url: "http://2130706433/x" } }), 422, "target-not-allowed"],
+    ["credentials in URL", jobBody({ target: { url: "https://u:p@93.184.216.34/x" } }), 422, "target-not-allowed"],
+    ["private callback", jobBody({ callbackUrl: "http://192.168.1.10/done" }), 422, "target-not-allowed"],
+  ])("refuses %s with %i %s and creates nothing", async (_name, body, status, type) => {
+    const before = await h.prisma.job.count({ where: { tenantId: a.id } });
+    const res = await h.client(a.apiKey).call("createJob", { body });
+    expect(res.status).toBe(status);
+    if (res.ok) throw new Error("expected a problem");
+    expect(res.problem.type).toBe(problemType(type));
+    expect(await h.prisma.job.count({ where: { tenantId: a.id } })).toBe(before);
+  });
+
+  it("refuses a body that is not JSON (400), not declared JSON (415) or too large (413)", async () => {
+    const post = (body: string, type = "application/json") =>
+      fetch(`${h.baseUrl}/api/v1/jobs`, { method: "POST", headers: { authorization: `Bearer ${a.apiKey}`, "content-type": type }, body });
+    const cases: [Response, number, string][] = [
+      [await post("{not json"), 400, "bad-request"],
+      [await post("{}", "text/plain"), 415, "unsupported-media-type"],
+      [await post(JSON.stringify(jobBody({ metadata: { pad: "x".repeat(1_100_000) } }))), 413, "payload-too-large"],
+    ];
+    for (const [res, status, type] of cases) {
+      expect(res.status).toBe(status);
+      expect(res.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+      expect((await res.json()).type).toBe(problemType(type));
+    }
+  });
+
+  it("enforces the pending-job quota in Postgres", async () => {
+    const small = await h.createTenant({ maxPendingJobs: 3 });
+    const client = h.client(small.apiKey);
+    for (let i = 0; i < 3; i++) expect((await client.call("createJob", { body: jobBody() })).status).toBe(201);
+    const over = await client.call("createJob", { body: jobBody() });
+    expect(over.status).toBe(429);
+    if (over.ok) throw new Error("expected a problem");
+    expect(over.problem.type).toBe(problemType("quota-exceeded"));
+    expect(Number(over.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(await h.prisma.job.count({ where: { tenantId: small.id } })).toBe(3);
+  });
+});
+
+describe("POST /api/v1/jobs/batch", () => {
+  it("creates, replays and refuses item by item, in order", async () => {
+    const res = await h.client(a.apiKey).call("createJobsBatch", {
+      body: {
+        jobs: [
+          { ...jobBody(), idempotencyKey: "batch-1" },
+          { ...jobBody(), idempotencyKey: "batch-1" },
+          { ...jobBody({ target: { url: "http://10.0.0.1/" } }) },
+          { target: {} },
+          { ...jobBody({ priority: 1 }), idempotencyKey: "batch-1" },
+          { ...jobBody(), idempotencyKey: 7 },
+          jobBody(),
+        ],
+      },
+    });
+    expect(res.status).toBe(200);
+    if (!res.ok) throw new Error("expected success");
+    const results = res.body.results;
+    expect(results.map((r) => r.index)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    expect(results.map((r) => r.status)).toEqual([201, 200, 422, 422, 422, 422, 201]);
+    expect(results[1]!.job!.id).toBe(results[0]!.job!.id);
+    expect(results[2]!.error!.type).toBe(problemType("target-not-allowed"));
+    expect(results[4]!.error!.type).toBe(problemType("idempotency-key-reused"));
+    expect(await h.prisma.job.count({ where: { tenantId: a.id, idempotencyKey: "batch-1" } })).toBe(1);
+  });
+
+  it("creates 1,000 jobs in one call", async () => {
+    const tenant = await h.createTenant();
+    const res = await h.client(tenant.apiKey).call("createJobsBatch", {
+      body: { jobs: Array.from({ length: 1000 }, (_, i) => ({ ...jobBody(), idempotencyKey: `bulk-${i}` })) },
+    });
+    expect(res.status).toBe(200);
+    if (!res.ok) throw new Error("expected success");
+    expect(res.body.results.every((r) => r.status === 201)).toBe(true);
+    expect(await h.prisma.job.count({ where: { tenantId: tenant.id } })).toBe(1000);
+  });
+
+  it("refuses more than 1,000 jobs", async () => {
+    const res = await h.client(a.apiKey).call("createJobsBatch", { body: { jobs: Array.from({ length: 1001 }, () => jobBody()) } });
+    expect(res.status).toBe(422);
+  });
+});
+
+describe("reading jobs", () => {
+  it("gets a job with its attempts, and pages through the list newest first", async () => {
+    const tenant = await h.createTenant();
+    const client = h.client(tenant.apiKey);
+    const created: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await client.call("createJob", { body: jobBody({ metadata: { i } }) });
+      if (!res.ok) throw new Error("create failed");
+      created.push(res.body.id);
+    }
+    const one = await client.call("getJob", { params: { id: created[0]! } });
+    expect(one.status).toBe(200);
+    if (!one.ok) throw new Error("expected success");
+    expect(one.body.attempts).toEqual([]);
+
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (let pages = 0; pages < 10; pages++) {
+      const page = await client.call("listJobs", { query: { limit: 2, ...(cursor ? { cursor } : {}) } });
+      if (!page.ok) throw new Error("list failed");
+      seen.push(...page.body.data.map((j) => j.id));
+      if (!page.body.nextCursor) break;
+      cursor = page.body.nextCursor;
+    }
+    expect(seen).toEqual([...created].reverse());
+
+    const filtered = await client.call("listJobs", { query: { status: "cancelled" } });
+    if (!filtered.ok) throw new Error("list failed");
+    expect(filtered.body.data).toEqual([]);
+    expect((await client.call("listJobs", { query: { status: "bogus" } })).status).toBe(422);
+    expect((await client.call("listJobs", { query: { cursor: "garbage" } })).status).toBe(422);
+  });
+
+  it("never shows or cancels another tenant's job (404, same as a missing one)", async () => {
+    const created = await h.client(a.apiKey).call("createJob", { body: jobBody() });
+    if (!created.ok) throw new Error("create failed");
+    const asB = h.client(b.apiKey);
+    for (const res of [
+      await asB.call("getJob", { params: { id: created.body.id } }),
+      await asB.call("cancelJob", { params: { id: created.body.id } }),
+      await asB.call("getJob", { params: { id: "00000000-0000-4000-8000-000000000000" } }),
+      await asB.call("getJob", { params: { id: "not-a-uuid" } }),
+    ]) {
+      expect(res.status).toBe(404);
+      if (res.ok) throw new Error("expected a problem");
+      expect(res.problem.type).toBe(problemType("not-found"));
+    }
+    const listB = await asB.call("listJobs", {});
+    if (!listB.ok) throw new Error("list failed");
+    expect(listB.body.data.map((j) => j.id)).not.toContain(created.body.id);
+    expect((await h.prisma.job.findUniqueOrThrow({ where: { id: created.body.id } })).status).toBe("scheduled");
+  });
+});
+
+describe("POST /api/v1/jobs/{id}/cancel", () => {
+  it("cancels a job that has not started (200), and it stays cancelled", async () => {
+    const client = h.client(a.apiKey);
+    const created = await client.call("createJob", { body: jobBody() });
+    if (!created.ok) throw new Error("create failed");
+    const res = await client.call("cancelJob", { params: { id: created.body.id } });
+    expect(res.status).toBe(200);
+    if (!res.ok) throw new Error("expected success");
+    expect(res.body.outcome).toBe("cancelled");
+    expect(res.body.job).toMatchObject({ status: "cancelled", version: 2 });
+    const again = await client.call("cancelJob", { params: { id: created.body.id } });
+    expect(again.status).toBe(409);
+    const audit = await h.prisma.auditLog.findFirst({ where: { tenantId: a.id, action: "job.cancelled", targetId: created.body.id } });
+    expect(audit?.actorId).toBe(a.keyId);
+  });
+
+  it("cancels a dispatched job and discards its unstarted attempt", async () => {
+    const client = h.client(a.apiKey);
+    const created = await client.call("createJob", { body: jobBody() });
+    if (!created.ok) throw new Error("create failed");
+    const attemptId = crypto.randomUUID();
+    // What the dispatcher does (issue #4): dispatched + a pending attempt, version bumped.
+    await h.prisma.$executeRaw`UPDATE jobs SET status = 'dispatched', version = 2, fencing_token = 1, current_attempt_id = ${attemptId}::uuid WHERE id = ${created.body.id}::uuid`;
+    await h.prisma.$executeRaw`INSERT INTO attempts (id, job_id, tenant_id, number, fencing_token, job_version, shard_epoch) VALUES (${attemptId}::uuid, ${created.body.id}::uuid, ${a.id}::uuid, 1, 1, 2, 1)`;
+    const res = await client.call("cancelJob", { params: { id: created.body.id } });
+    expect(res.status).toBe(200);
+    if (!res.ok) throw new Error("expected success");
+    expect(res.body.job).toMatchObject({ status: "cancelled", version: 3 });
+    expect((await h.prisma.attempt.findUniqueOrThrow({ where: { id: attemptId } })).status).toBe("discarded");
+  });
+
+  it("tells the truth about a running job (202 running; version untouched)", async () => {
+    const client = h.client(a.apiKey);
+    const created = await client.call("createJob", { body: jobBody() });
+    if (!created.ok) throw new Error("create failed");
+    await h.prisma.$executeRaw`UPDATE jobs SET status = 'running', version = 3 WHERE id = ${created.body.id}::uuid`;
+    const res = await client.call("cancelJob", { params: { id: created.body.id } });
+    expect(res.status).toBe(202);
+    if (!res.ok) throw new Error("expected success");
+    expect(res.body.outcome).toBe("running");
+    expect(res.body.job.status).toBe("running");
+    expect(res.body.job.version).toBe(3);
+    expect(res.body.job.cancelRequestedAt).not.toBeNull();
+  });
+});
+
+describe("the OpenAPI document", () => {
+  it("the validator catches a response that breaks the document", async () => {
+    const bad = { route: "createJob" as const, method: "post", path: "/jobs", contentType: "application/json" };
+    const validator = (await import("./openapi-validator")).createOpenApiValidator(h.baseUrl);
+    const found = await validator.violations([
+      { ...bad, status: 201, body: { id: "not-a-job" } },
+      { ...bad, status: 418, body: {} },
+      { ...bad, status: 404, contentType: "application/problem+json", body: { type: "https://tick.dev/problems/made-up", title: "x", status: 404, detail: "x" } },
+    ]);
+    expect(found).toHaveLength(3);
+    expect(found[1]).toMatch(/status not documented/);
+  });
+
+  it("every response of this suite validates against it", async () => {
+    expect(h.responses.length).toBeGreaterThan(40);
+    expect(await h.openApiViolations()).toEqual([]);
+  });
+});

@@ -1,0 +1,142 @@
+import net from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { createTickClient, type ResponseRecord } from "@tick/client";
+import { createPrismaClient, generateApiKey, shardForTenant, type PrismaClient } from "@tick/db";
+import { createTestDatabase, testServerUrl, type TestDatabase } from "@tick/db/testing";
+import { createTestRedis, startProcess, startTcpProxy, waitFor, type RunningProcess, type TcpProxy, type TestRedis } from "@tick/testing";
+import { createOpenApiValidator } from "./openapi-validator";
+
+const consoleDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const nextBin = path.resolve(consoleDir, "../../node_modules/next/dist/bin/next");
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface TestTenant {
+  id: string;
+  slug: string;
+  apiKey: string;
+  keyId: string;
+}
+
+export interface ConsoleHarness {
+  baseUrl: string;
+  db: TestDatabase;
+  redis: TestRedis;
+  /** Sits between the console and Postgres: cut() it to make the database unreachable. */
+  dbProxy: TcpProxy;
+  /** Sits between the console and Redis. */
+  redisProxy: TcpProxy;
+  /** Direct connection (not through the proxy) for setup and assertions. */
+  prisma: PrismaClient;
+  process: RunningProcess;
+  responses: ResponseRecord[];
+  createTenant(options?: Partial<{ admissionRate: number; admissionBurst: number; maxPendingJobs: number; scopes: string[] }>): Promise<TestTenant>;
+  addKey(tenantId: string, scopes: string[]): Promise<{ apiKey: string; keyId: string }>;
+  client(apiKey: string): ReturnType<typeof createTickClient>;
+  /** Every response seen by clients of this harness that does not match the OpenAPI document. */
+  openApiViolations(): Promise<string[]>;
+  stop(): Promise<void>;
+}
+
+/** Starts the built console on a free port against a fresh database and Redis prefix. */
+export async function startConsole(env: Record<string, string> = {}): Promise<ConsoleHarness> {
+  const db = await createTestDatabase(testServerUrl());
+  const redis = createTestRedis();
+  const pg = new URL(db.url);
+  const rd = new URL(redis.url);
+  const dbProxy = await startTcpProxy({ targetHost: pg.hostname, targetPort: Number(pg.port || 5432) });
+  const redisProxy = await startTcpProxy({ targetHost: rd.hostname, targetPort: Number(rd.port || 6379) });
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const proc = startProcess(process.execPath, [nextBin, "start", consoleDir, "-p", String(port), "-H", "127.0.0.1"], {
+    env: {
+      ...process.env,
+      NODE_ENV: "production",
+      NEXT_TELEMETRY_DISABLED: "1",
+      DATABASE_URL: dbProxy.url(db.url),
+      REDIS_URL: redisProxy.url(redis.url),
+      TICK_REDIS_PREFIX: redis.prefix,
+      NEXTAUTH_SECRET: "test-secret-test-secret-test-secret-0123",
+      NEXTAUTH_URL: baseUrl,
+      LOG_LEVEL: "warn",
+      ...env,
+    },
+  });
+  const prisma = createPrismaClient(db.url, { max: 4 });
+  const responses: ResponseRecord[] = [];
+  const stop = async () => {
+    await proc.stop();
+    await prisma.$disconnect();
+    await dbProxy.close();
+    await redisProxy.close();
+    await redis.cleanup().catch(() => {});
+    await db.drop();
+  };
+  try {
+    await waitFor(async () => (await fetch(`${baseUrl}/readyz`).catch(() => null))?.ok, {
+      timeoutMs: 60_000,
+      description: `console on ${baseUrl} (output: ${proc.output().slice(-500)})`,
+    });
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+
+  let counter = 0;
+  const addKey = async (tenantId: string, scopes: string[]) => {
+    const { key, prefix, hash } = generateApiKey();
+    const row = await prisma.apiKey.create({ data: { tenantId, name: `test ${++counter}`, prefix, hash, scopes } });
+    return { apiKey: key, keyId: row.id };
+  };
+  const validator = createOpenApiValidator(baseUrl);
+
+  return {
+    baseUrl,
+    db,
+    redis,
+    dbProxy,
+    redisProxy,
+    prisma,
+    process: proc,
+    responses,
+    addKey,
+    async createTenant(options = {}) {
+      const id = crypto.randomUUID();
+      const slug = `t-${id.slice(0, 8)}`;
+      await prisma.tenant.create({
+        data: {
+          id,
+          slug,
+          name: slug,
+          shard: shardForTenant(id, 16),
+          ...(options.admissionRate !== undefined ? { admissionRate: options.admissionRate } : {}),
+          ...(options.admissionBurst !== undefined ? { admissionBurst: options.admissionBurst } : {}),
+          ...(options.maxPendingJobs !== undefined ? { maxPendingJobs: options.maxPendingJobs } : {}),
+          queues: { create: { name: "default" } },
+        },
+      });
+      const { apiKey, keyId } = await addKey(id, options.scopes ?? ["admin"]);
+      return { id, slug, apiKey, keyId };
+    },
+    client: (apiKey: string) => createTickClient({ baseUrl, apiKey, onResponse: (r) => responses.push(r) }),
+    openApiViolations: () => validator.violations(responses),
+    stop,
+  };
+}
+
+/** A valid job body aimed at a public address (never executed here: no worker runs in these tests). */
+export const jobBody = (overrides: Record<string, unknown> = {}) => ({
+  target: { method: "POST", url: "https://93.184.216.34/hooks/tick", headers: { "x-test": "1" }, body: "{}" },
+  delayMs: 3_600_000,
+  ...overrides,
+});

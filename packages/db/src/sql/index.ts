@@ -1,0 +1,3 @@
+export * from "./types.js";
+export * from "./jobs.js";
+export * from "./api-keys.js";

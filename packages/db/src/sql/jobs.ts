@@ -1,0 +1,242 @@
+// Hot-path SQL for jobs: one function per statement, named after what it does. Every statement is
+// scoped by tenant_id; every state change is conditional on the expected status and bumps version.
+import type { Queryable } from "./types.js";
+
+export interface JobRow {
+  id: string;
+  tenant_id: string;
+  queue_id: string;
+  shard: number;
+  status: "scheduled" | "dispatched" | "running" | "succeeded" | "dead" | "cancelled" | "expired";
+  version: number;
+  due_at: Date;
+  expires_at: Date | null;
+  priority: number;
+  idempotency_key: string | null;
+  request_hash: string | null;
+  idempotency_expires_at: Date | null;
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body: string | null;
+  timeout_ms: number;
+  attempt_count: number;
+  max_attempts: number;
+  backoff: { strategy: "exponential" | "fixed"; baseMs: number; maxMs: number; jitter: "full" | "none" };
+  fencing_token: string;
+  current_attempt_id: string | null;
+  dependency_key: string | null;
+  callback_url: string | null;
+  metadata: Record<string, unknown>;
+  last_error: unknown;
+  result: unknown;
+  schedule_id: string | null;
+  occurrence_at: Date | null;
+  replay_id: string | null;
+  cancel_requested_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  finished_at: Date | null;
+  /** Present on reads that join the queue (findJob, listJobs). */
+  queue_name?: string;
+}
+
+/** A job to insert; due time is resolved by the database clock (run_at, else now() + delay_ms). */
+export interface NewJob {
+  /** Chosen by the caller so results map back to inputs without relying on RETURNING order. */
+  id: string;
+  queue_id: string;
+  run_at: string | null;
+  delay_ms: number;
+  expires_at: string | null;
+  priority: number;
+  idempotency_key: string | null;
+  request_hash: string | null;
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body: string | null;
+  timeout_ms: number;
+  max_attempts: number;
+  backoff: unknown;
+  dependency_key: string | null;
+  callback_url: string | null;
+  metadata: Record<string, unknown>;
+}
+
+/**
+ * Inserts jobs in one statement. A row whose idempotency key is already held by the tenant is skipped
+ * (ON CONFLICT DO NOTHING waits for a concurrent insert of the same key to commit or abort, so
+ * concurrent identical requests converge on one row). Returns the rows actually inserted.
+ */
+export async function insertJobs(
+  db: Queryable,
+  tenant: { id: string; shard: number },
+  jobs: NewJob[],
+  idempotencyTtlMs: number,
+): Promise<JobRow[]> {
+  const { rows } = await db.query<JobRow>(
+    `INSERT INTO jobs (id, tenant_id, queue_id, shard, status, version, due_at, expires_at, priority,
+                       idempotency_key, request_hash, idempotency_expires_at, method, url, headers, body,
+                       timeout_ms, max_attempts, backoff, dependency_key, callback_url, metadata, updated_at)
+     SELECT x.id, $1, x.queue_id, $2, 'scheduled', 1,
+            COALESCE(x.run_at, now() + make_interval(secs => x.delay_ms / 1000.0)), x.expires_at, x.priority,
+            x.idempotency_key, x.request_hash,
+            CASE WHEN x.idempotency_key IS NULL THEN NULL ELSE now() + make_interval(secs => $4 / 1000.0) END,
+            x.method, x.url, x.headers, x.body, x.timeout_ms, x.max_attempts, x.backoff, x.dependency_key,
+            x.callback_url, x.metadata, now()
+       FROM jsonb_to_recordset($3::jsonb) AS x(
+              id uuid, queue_id uuid, run_at timestamptz, delay_ms bigint, expires_at timestamptz, priority int,
+              idempotency_key text, request_hash text, method text, url text, headers jsonb, body text,
+              timeout_ms int, max_attempts int, backoff jsonb, dependency_key text, callback_url text, metadata jsonb)
+     ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
+     RETURNING *`,
+    [tenant.id, tenant.shard, JSON.stringify(jobs), idempotencyTtlMs],
+  );
+  return rows;
+}
+
+/**
+ * Frees idempotency keys whose promised window has passed, so a new job may take them. Runs in the
+ * creating transaction, before the insert.
+ */
+export async function releaseExpiredIdempotencyKeys(db: Queryable, tenantId: string, keys: string[]): Promise<number> {
+  if (keys.length === 0) return 0;
+  const { rowCount } = await db.query(
+    `UPDATE jobs SET idempotency_key = NULL
+      WHERE tenant_id = $1 AND idempotency_key = ANY($2::text[]) AND idempotency_expires_at <= now()`,
+    [tenantId, keys],
+  );
+  return rowCount ?? 0;
+}
+
+export async function findJobsByIdempotencyKeys(db: Queryable, tenantId: string, keys: string[]): Promise<JobRow[]> {
+  if (keys.length === 0) return [];
+  const { rows } = await db.query<JobRow>(
+    `SELECT * FROM jobs WHERE tenant_id = $1 AND idempotency_key = ANY($2::text[])`,
+    [tenantId, keys],
+  );
+  return rows;
+}
+
+/**
+ * Jobs not yet finished, counted only up to `limit` (the quota plus one), so the check costs at most
+ * the quota's worth of index entries however large the backlog.
+ */
+export async function countPendingJobs(db: Queryable, tenantId: string, limit: number): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM (
+       SELECT 1 FROM jobs WHERE tenant_id = $1 AND status IN ('scheduled', 'dispatched', 'running') LIMIT $2
+     ) pending`,
+    [tenantId, limit],
+  );
+  return rows[0]!.n;
+}
+
+export async function findJob(db: Queryable, tenantId: string, jobId: string): Promise<JobRow | null> {
+  const { rows } = await db.query<JobRow>(
+    `SELECT j.*, q.name AS queue_name FROM jobs j JOIN queues q ON q.id = j.queue_id WHERE j.tenant_id = $1 AND j.id = $2`,
+    [tenantId, jobId],
+  );
+  return rows[0] ?? null;
+}
+
+/**
+ * scheduled|dispatched → cancelled (version + 1), discarding a dispatched attempt that has not started.
+ * The worker's pre-execution check sees the new version and drops the message (S15). Null: the job was
+ * not cancellable at that instant (running, finished or absent).
+ */
+export async function cancelJobBeforeStart(db: Queryable, tenantId: string, jobId: string): Promise<JobRow | null> {
+  const { rows } = await db.query<JobRow>(
+    `WITH cancelled AS (
+       UPDATE jobs SET status = 'cancelled', version = version + 1, finished_at = now(), updated_at = now()
+        WHERE tenant_id = $1 AND id = $2 AND status IN ('scheduled', 'dispatched')
+        RETURNING *
+     ), discarded AS (
+       UPDATE attempts SET status = 'discarded', finished_at = now(), outcome = 'cancelled'
+        WHERE id = (SELECT current_attempt_id FROM cancelled) AND status = 'pending'
+     )
+     SELECT * FROM cancelled`,
+    [tenantId, jobId],
+  );
+  return rows[0] ?? null;
+}
+
+/**
+ * Records a cancel on a running job without touching its version (the running attempt's completion is
+ * fenced on the version, and it must still be able to record what happened). The worker makes no
+ * further attempt once cancel_requested_at is set.
+ */
+export async function requestCancelOfRunningJob(db: Queryable, tenantId: string, jobId: string): Promise<JobRow | null> {
+  const { rows } = await db.query<JobRow>(
+    `UPDATE jobs SET cancel_requested_at = COALESCE(cancel_requested_at, now()), updated_at = now()
+      WHERE tenant_id = $1 AND id = $2 AND status = 'running'
+      RETURNING *`,
+    [tenantId, jobId],
+  );
+  return rows[0] ?? null;
+}
+
+export interface ListJobsFilter {
+  statuses?: string[];
+  queue?: string;
+  scheduleId?: string;
+  createdAfter?: string;
+  createdBefore?: string;
+  /** Keyset cursor: rows strictly older than (createdAt, id). */
+  before?: { createdAt: string; id: string };
+  limit: number;
+}
+
+/** Newest first, keyset-paginated on (created_at, id) so deep pages cost the same as the first. */
+export async function listJobs(db: Queryable, tenantId: string, f: ListJobsFilter): Promise<JobRow[]> {
+  const { rows } = await db.query<JobRow>(
+    `SELECT j.*, q.name AS queue_name FROM jobs j JOIN queues q ON q.id = j.queue_id
+      WHERE j.tenant_id = $1
+        AND ($2::job_status[] IS NULL OR j.status = ANY($2::job_status[]))
+        AND ($3::text IS NULL OR q.name = $3)
+        AND ($4::uuid IS NULL OR j.schedule_id = $4)
+        AND ($5::timestamptz IS NULL OR j.created_at > $5)
+        AND ($6::timestamptz IS NULL OR j.created_at < $6)
+        AND ($7::timestamptz IS NULL OR (j.created_at, j.id) < ($7, $8::uuid))
+      ORDER BY j.created_at DESC, j.id DESC
+      LIMIT $9`,
+    [
+      tenantId,
+      f.statuses ?? null,
+      f.queue ?? null,
+      f.scheduleId ?? null,
+      f.createdAfter ?? null,
+      f.createdBefore ?? null,
+      f.before?.createdAt ?? null,
+      f.before?.id ?? null,
+      f.limit,
+    ],
+  );
+  return rows;
+}
+
+export interface AttemptRow {
+  id: string;
+  job_id: string;
+  number: number;
+  fencing_token: string;
+  status: string;
+  worker_id: string | null;
+  lease_expires_at: Date | null;
+  dispatched_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+  outcome: string | null;
+  http_status: number | null;
+  error: unknown;
+  duration_ms: number | null;
+}
+
+export async function listAttempts(db: Queryable, tenantId: string, jobId: string): Promise<AttemptRow[]> {
+  const { rows } = await db.query<AttemptRow>(
+    `SELECT * FROM attempts WHERE tenant_id = $1 AND job_id = $2 ORDER BY number`,
+    [tenantId, jobId],
+  );
+  return rows;
+}
