@@ -155,6 +155,8 @@ async function main() {
   env.NEXTAUTH_URL ||= consoleUrl;
   env.SCHEDULER_HEALTH_PORT = String(schedulerHealthPort);
   env.WORKER_HEALTH_PORT = String(workerHealthPort);
+  // The demo's jobs call local endpoints; a real deployment leaves this empty (public targets only).
+  env.TICK_SSRF_ALLOWED_CIDRS ??= "127.0.0.0/8,::1/128";
   env.NODE_ENV = "production";
   env.NEXT_TELEMETRY_DISABLED = "1";
   const nextBin = path.join(ROOT, "node_modules/next/dist/bin/next");
