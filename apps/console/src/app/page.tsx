@@ -1,3 +1,4 @@
+import Link from "next/link";
 import { redirect } from "next/navigation";
 import { StatusBars } from "@/components/status-bars";
 import { getConsoleUser } from "@/server/auth";
@@ -21,7 +22,10 @@ export default async function DashboardPage() {
             {membership ? ` · ${membership.tenantName} (${membership.role})` : ""}
           </p>
         </div>
-        <SignOutButton />
+        <div className="flex items-center gap-3">
+          <Link href="/docs/api" className="text-sm text-slate-600 hover:text-slate-900 hover:underline">API reference</Link>
+          <SignOutButton />
+        </div>
       </header>
       {membership ? <TenantDashboard tenantId={membership.tenantId} /> : (
         <p className="text-slate-600">You are not a member of any tenant yet. Ask an owner to invite you.</p>

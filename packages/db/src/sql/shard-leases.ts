@@ -1,0 +1,88 @@
+// Shard leadership (S2, S8, S18). Every time decision here uses the database clock (now()), never
+// the caller's, so schedulers with skewed clocks agree on who holds what (S13).
+import type { Queryable } from "./types.js";
+
+export interface HeldShard {
+  shard: number;
+  epoch: string;
+  expiresAt: Date;
+}
+
+/** Creates the lease rows 0..count-1 if missing (idempotent; every scheduler runs it at start). */
+export async function ensureShardLeases(db: Queryable, count: number): Promise<void> {
+  await db.query(`INSERT INTO shard_leases (shard) SELECT generate_series(0, $1::int - 1) ON CONFLICT DO NOTHING`, [count]);
+}
+
+/**
+ * Takes up to `limit` shards that are free or whose lease has expired, bumping each one's epoch, so
+ * anything the previous holder still tries to write is recognisably stale.
+ */
+export async function acquireShards(db: Queryable, holder: string, region: string, ttlMs: number, limit: number, shardCount: number): Promise<HeldShard[]> {
+  if (limit <= 0) return [];
+  const { rows } = await db.query<{ shard: number; epoch: string; expires_at: Date }>(
+    `UPDATE shard_leases l
+        SET holder = $1, region = $2, epoch = l.epoch + 1, acquired_at = now(), renewed_at = now(),
+            expires_at = now() + make_interval(secs => $3 / 1000.0)
+      WHERE l.shard IN (
+              SELECT shard FROM shard_leases
+               WHERE shard < $5 AND (holder IS NULL OR expires_at IS NULL OR expires_at <= now())
+               ORDER BY shard
+               LIMIT $4
+               FOR UPDATE SKIP LOCKED)
+      RETURNING l.shard, l.epoch, l.expires_at`,
+    [holder, region, ttlMs, limit, shardCount],
+  );
+  return rows.map((r) => ({ shard: r.shard, epoch: String(r.epoch), expiresAt: r.expires_at }));
+}
+
+/** Extends the leases this holder still has at the epochs it knows; returns the ones it kept. */
+export async function renewShards(db: Queryable, holder: string, held: { shard: number; epoch: string }[], ttlMs: number): Promise<HeldShard[]> {
+  if (held.length === 0) return [];
+  const { rows } = await db.query<{ shard: number; epoch: string; expires_at: Date }>(
+    `UPDATE shard_leases l
+        SET expires_at = now() + make_interval(secs => $2 / 1000.0), renewed_at = now()
+       FROM unnest($3::int[], $4::bigint[]) AS h(shard, epoch)
+      WHERE l.shard = h.shard AND l.epoch = h.epoch AND l.holder = $1 AND l.expires_at > now()
+      RETURNING l.shard, l.epoch, l.expires_at`,
+    [holder, ttlMs, held.map((h) => h.shard), held.map((h) => h.epoch)],
+  );
+  return rows.map((r) => ({ shard: r.shard, epoch: String(r.epoch), expiresAt: r.expires_at }));
+}
+
+/** Gives shards back at once (clean shutdown, rebalancing) so another scheduler need not wait out the TTL. */
+export async function releaseShards(db: Queryable, holder: string, held: { shard: number; epoch: string }[]): Promise<number> {
+  if (held.length === 0) return 0;
+  const { rowCount } = await db.query(
+    `UPDATE shard_leases l SET holder = NULL, expires_at = now()
+       FROM unnest($2::int[], $3::bigint[]) AS h(shard, epoch)
+      WHERE l.shard = h.shard AND l.epoch = h.epoch AND l.holder = $1`,
+    [holder, held.map((h) => h.shard), held.map((h) => h.epoch)],
+  );
+  return rowCount ?? 0;
+}
+
+/** Holders with a live lease, and how many shards each holds (for balancing). */
+export async function liveHolders(db: Queryable): Promise<Map<string, number>> {
+  const { rows } = await db.query<{ holder: string; n: number }>(
+    `SELECT holder, count(*)::int AS n FROM shard_leases WHERE holder IS NOT NULL AND expires_at > now() GROUP BY holder`,
+  );
+  return new Map(rows.map((r) => [r.holder, r.n]));
+}
+
+/**
+ * The fence, first statement of every scheduler write transaction for a shard: true only while this
+ * holder still holds the shard at this epoch by the database clock. FOR SHARE makes a takeover's
+ * UPDATE wait for this transaction, so the lease cannot change hands between the check and COMMIT.
+ */
+export async function holdsShardLease(db: Queryable, shard: number, holder: string, epoch: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `SELECT 1 FROM shard_leases WHERE shard = $1 AND holder = $2 AND epoch = $3 AND expires_at > now() FOR SHARE`,
+    [shard, holder, epoch],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/** Counts a write refused by the fence (a stale leader, S8); visible per shard. */
+export async function recordStaleWrite(db: Queryable, shard: number): Promise<void> {
+  await db.query(`UPDATE shard_leases SET stale_writes_rejected = stale_writes_rejected + 1 WHERE shard = $1`, [shard]);
+}
