@@ -1,18 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { jobBody, startConsole, type ConsoleHarness } from "./harness";
+import { describe, expect, it } from "vitest";
+import { itConformsToOpenApi, jobBody, useConsole } from "./harness";
 
-let h: ConsoleHarness;
-
-beforeAll(async () => {
-  h = await startConsole();
-});
-afterAll(async () => h?.stop());
+const suite = useConsole();
 
 describe("per-tenant admission rate (token bucket in Redis)", () => {
   it("answers a burst over the tenant's rate with 429 + Retry-After, while another tenant is unaffected", async () => {
-    const noisy = await h.createTenant({ admissionRate: 1, admissionBurst: 5 });
-    const quiet = await h.createTenant({ admissionRate: 1, admissionBurst: 5 });
-    const noisyClient = h.client(noisy.apiKey);
+    const noisy = await suite.h.createTenant({ admissionRate: 1, admissionBurst: 5 });
+    const quiet = await suite.h.createTenant({ admissionRate: 1, admissionBurst: 5 });
+    const noisyClient = suite.h.client(noisy.apiKey);
     const results = [];
     for (let i = 0; i < 8; i++) results.push(await noisyClient.call("createJob", { body: jobBody() }));
     const statuses = results.map((r) => r.status);
@@ -25,26 +20,26 @@ describe("per-tenant admission rate (token bucket in Redis)", () => {
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
     expect(refused.headers.get("ratelimit-limit")).toBe("5");
     expect(refused.headers.get("ratelimit-remaining")).toBe("0");
-    const created = await h.prisma.job.count({ where: { tenantId: noisy.id } });
+    const created = await suite.h.prisma.job.count({ where: { tenantId: noisy.id } });
     expect(created).toBe(statuses.filter((s) => s === 201).length);
 
-    const quietRes = await h.client(quiet.apiKey).call("createJob", { body: jobBody() });
+    const quietRes = await suite.h.client(quiet.apiKey).call("createJob", { body: jobBody() });
     expect(quietRes.status).toBe(201);
     expect(quietRes.headers.get("ratelimit-remaining")).toBe("4");
   });
 
   it("a batch takes one token per job; items past the bucket get 429 per item", async () => {
-    const tenant = await h.createTenant({ admissionRate: 0.1, admissionBurst: 3 });
-    const res = await h.client(tenant.apiKey).call("createJobsBatch", { body: { jobs: [jobBody(), jobBody(), jobBody(), jobBody(), jobBody()] } });
+    const tenant = await suite.h.createTenant({ admissionRate: 0.1, admissionBurst: 3 });
+    const res = await suite.h.client(tenant.apiKey).call("createJobsBatch", { body: { jobs: [jobBody(), jobBody(), jobBody(), jobBody(), jobBody()] } });
     if (!res.ok) throw new Error("expected success");
     expect(res.body.results.map((r) => r.status)).toEqual([201, 201, 201, 429, 429]);
-    expect(await h.prisma.job.count({ where: { tenantId: tenant.id } })).toBe(3);
+    expect(await suite.h.prisma.job.count({ where: { tenantId: tenant.id } })).toBe(3);
   });
 
   it("fails open when Redis is unreachable: creation continues, the Postgres quota still holds", async () => {
-    const tenant = await h.createTenant({ admissionRate: 1, admissionBurst: 1, maxPendingJobs: 2 });
-    const client = h.client(tenant.apiKey);
-    h.redisProxy.cut();
+    const tenant = await suite.h.createTenant({ admissionRate: 1, admissionBurst: 1, maxPendingJobs: 2 });
+    const client = suite.h.client(tenant.apiKey);
+    suite.h.redisProxy.cut();
     try {
       const first = await client.call("createJob", { body: jobBody() });
       const second = await client.call("createJob", { body: jobBody() });
@@ -57,14 +52,10 @@ describe("per-tenant admission rate (token bucket in Redis)", () => {
       if (third.ok) throw new Error("expected a problem");
       expect(third.problem.type).toBe("https://tick.dev/problems/quota-exceeded");
     } finally {
-      h.redisProxy.restore();
+      suite.h.redisProxy.restore();
     }
-    expect(await h.prisma.job.count({ where: { tenantId: tenant.id } })).toBe(2);
+    expect(await suite.h.prisma.job.count({ where: { tenantId: tenant.id } })).toBe(2);
   });
 });
 
-describe("the OpenAPI document", () => {
-  it("every response of this suite validates against it", async () => {
-    expect(await h.openApiViolations()).toEqual([]);
-  });
-});
+itConformsToOpenApi(suite);

@@ -1,14 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { jobBody, startConsole, type ConsoleHarness, type TestTenant } from "./harness";
+import { describe, expect, it } from "vitest";
+import { itConformsToOpenApi, jobBody, useConsole } from "./harness";
 
-let h: ConsoleHarness;
-let a: TestTenant;
-
-beforeAll(async () => {
-  h = await startConsole();
-  a = await h.createTenant();
-});
-afterAll(async () => h?.stop());
+const suite = useConsole();
 
 const unauthorized = "https://tick.dev/problems/unauthorized";
 const forbidden = "https://tick.dev/problems/forbidden";
@@ -20,42 +13,42 @@ describe("API key authentication", () => {
     ["malformed key", "Bearer not-a-key"],
     ["unknown prefix", "Bearer tk_AAAAAAAAAAAA_BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB"],
   ])("refuses %s with 401", async (_name, authorization) => {
-    const res = await fetch(`${h.baseUrl}/api/v1/jobs`, { headers: authorization ? { authorization } : {} });
+    const res = await fetch(`${suite.h.baseUrl}/api/v1/jobs`, { headers: authorization ? { authorization } : {} });
     expect(res.status).toBe(401);
     expect(res.headers.get("content-type")).toMatch(/^application\/problem\+json/);
     expect((await res.json()).type).toBe(unauthorized);
   });
 
   it("refuses a key whose secret part is wrong, though the prefix exists", async () => {
-    const [tk, prefix] = a.apiKey.split("_");
-    const res = await fetch(`${h.baseUrl}/api/v1/jobs`, { headers: { authorization: `Bearer ${tk}_${prefix}_${"x".repeat(32)}` } });
+    const [tk, prefix] = suite.a.apiKey.split("_");
+    const res = await fetch(`${suite.h.baseUrl}/api/v1/jobs`, { headers: { authorization: `Bearer ${tk}_${prefix}_${"x".repeat(32)}` } });
     expect(res.status).toBe(401);
   });
 
   it("a revoked key fails on the very next request", async () => {
-    const { apiKey, keyId } = await h.addKey(a.id, ["jobs:read"]);
-    const client = h.client(apiKey);
+    const { apiKey, keyId } = await suite.h.addKey(suite.a.id, ["jobs:read"]);
+    const client = suite.h.client(apiKey);
     expect((await client.call("listJobs", {})).status).toBe(200);
-    const revoked = await h.client(a.apiKey).call("revokeApiKey", { params: { id: keyId } });
+    const revoked = await suite.h.client(suite.a.apiKey).call("revokeApiKey", { params: { id: keyId } });
     expect(revoked.status).toBe(200);
     const after = await client.call("listJobs", {});
     expect(after.status).toBe(401);
     if (after.ok) throw new Error("expected a problem");
     expect(after.problem.detail).toMatch(/revoked/);
-    expect(await h.prisma.auditLog.count({ where: { tenantId: a.id, action: "api_key.revoked", targetId: keyId } })).toBe(1);
+    expect(await suite.h.prisma.auditLog.count({ where: { tenantId: suite.a.id, action: "api_key.revoked", targetId: keyId } })).toBe(1);
   });
 
   it("an expired key fails", async () => {
-    const { apiKey, keyId } = await h.addKey(a.id, ["jobs:read"]);
-    await h.prisma.apiKey.update({ where: { id: keyId }, data: { expiresAt: new Date(Date.now() - 1000) } });
-    expect((await h.client(apiKey).call("listJobs", {})).status).toBe(401);
+    const { apiKey, keyId } = await suite.h.addKey(suite.a.id, ["jobs:read"]);
+    await suite.h.prisma.apiKey.update({ where: { id: keyId }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    expect((await suite.h.client(apiKey).call("listJobs", {})).status).toBe(401);
   });
 });
 
 describe("scopes", () => {
   it("refuses an operation the key's scopes do not cover (403), allows the ones they do", async () => {
-    const { apiKey } = await h.addKey(a.id, ["jobs:read"]);
-    const client = h.client(apiKey);
+    const { apiKey } = await suite.h.addKey(suite.a.id, ["jobs:read"]);
+    const client = suite.h.client(apiKey);
     expect((await client.call("listJobs", {})).status).toBe(200);
     for (const res of [
       await client.call("createJob", { body: jobBody() }),
@@ -67,12 +60,12 @@ describe("scopes", () => {
       if (res.ok) throw new Error("expected a problem");
       expect(res.problem.type).toBe(forbidden);
     }
-    expect(await h.prisma.job.count({ where: { tenantId: a.id } })).toBe(0);
+    expect(await suite.h.prisma.job.count({ where: { tenantId: suite.a.id } })).toBe(0);
   });
 
   it("a key can only mint keys with scopes it holds", async () => {
-    const { apiKey } = await h.addKey(a.id, ["keys:write", "jobs:read"]);
-    const client = h.client(apiKey);
+    const { apiKey } = await suite.h.addKey(suite.a.id, ["keys:write", "jobs:read"]);
+    const client = suite.h.client(apiKey);
     const escalate = await client.call("createApiKey", { body: { name: "sneaky", scopes: ["admin"] } });
     expect(escalate.status).toBe(403);
     const fine = await client.call("createApiKey", { body: { name: "reader", scopes: ["jobs:read"] } });
@@ -80,25 +73,21 @@ describe("scopes", () => {
     if (!fine.ok) throw new Error("expected success");
     expect(fine.body.key).toMatch(/^tk_[A-Za-z0-9]{12}_/);
     // The new key works, and listings never show a secret.
-    expect((await h.client(fine.body.key).call("listJobs", {})).status).toBe(200);
-    const list = await h.client(a.apiKey).call("listApiKeys", {});
+    expect((await suite.h.client(fine.body.key).call("listJobs", {})).status).toBe(200);
+    const list = await suite.h.client(suite.a.apiKey).call("listApiKeys", {});
     if (!list.ok) throw new Error("expected success");
     expect(JSON.stringify(list.body)).not.toContain(fine.body.key);
     expect(list.body.data.find((k) => k.id === fine.body.apiKey.id)?.prefix).toBe(fine.body.key.split("_").slice(0, 2).join("_"));
-    const stored = await h.prisma.apiKey.findUniqueOrThrow({ where: { id: fine.body.apiKey.id } });
+    const stored = await suite.h.prisma.apiKey.findUniqueOrThrow({ where: { id: fine.body.apiKey.id } });
     expect(stored.hash).not.toContain(fine.body.key);
   });
 
   it("keys of one tenant cannot revoke another tenant's keys", async () => {
-    const b = await h.createTenant();
-    const res = await h.client(b.apiKey).call("revokeApiKey", { params: { id: a.keyId } });
+    const b = await suite.h.createTenant();
+    const res = await suite.h.client(b.apiKey).call("revokeApiKey", { params: { id: suite.a.keyId } });
     expect(res.status).toBe(404);
-    expect((await h.prisma.apiKey.findUniqueOrThrow({ where: { id: a.keyId } })).revokedAt).toBeNull();
+    expect((await suite.h.prisma.apiKey.findUniqueOrThrow({ where: { id: suite.a.keyId } })).revokedAt).toBeNull();
   });
 });
 
-describe("the OpenAPI document", () => {
-  it("every response of this suite validates against it", async () => {
-    expect(await h.openApiViolations()).toEqual([]);
-  });
-});
+itConformsToOpenApi(suite);

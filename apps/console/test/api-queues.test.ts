@@ -1,18 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startConsole, type ConsoleHarness, type TestTenant } from "./harness";
+import { describe, expect, it } from "vitest";
+import { itConformsToOpenApi, useConsole } from "./harness";
 
-let h: ConsoleHarness;
-let a: TestTenant;
-
-beforeAll(async () => {
-  h = await startConsole();
-  a = await h.createTenant();
-});
-afterAll(async () => h?.stop());
+const suite = useConsole();
 
 describe("queues", () => {
   it("creates, reads, updates, pauses and resumes a queue, with an audit row for each change", async () => {
-    const client = h.client(a.apiKey);
+    const client = suite.h.client(suite.a.apiKey);
     const created = await client.call("createQueue", { body: { name: "emails", concurrency: 10, ratePerSecond: 50 } });
     expect(created.status).toBe(201);
     if (!created.ok) throw new Error("expected success");
@@ -39,7 +32,7 @@ describe("queues", () => {
     if (!resumed.ok) throw new Error("expected success");
     expect(resumed.body).toMatchObject({ paused: false, version: 4 });
 
-    const actions = (await h.prisma.auditLog.findMany({ where: { tenantId: a.id, targetType: "queue" }, orderBy: { id: "asc" } })).map((r) => r.action);
+    const actions = (await suite.h.prisma.auditLog.findMany({ where: { tenantId: suite.a.id, targetType: "queue" }, orderBy: { id: "asc" } })).map((r) => r.action);
     expect(actions).toEqual(["queue.created", "queue.updated", "queue.paused", "queue.resumed"]);
 
     // Jobs of the new queue take its retry defaults.
@@ -50,15 +43,11 @@ describe("queues", () => {
   });
 
   it("another tenant's queue is invisible", async () => {
-    const b = await h.createTenant();
-    await h.client(a.apiKey).call("createQueue", { body: { name: "private-a" } });
-    expect((await h.client(b.apiKey).call("getQueue", { params: { name: "private-a" } })).status).toBe(404);
-    expect((await h.client(b.apiKey).call("pauseQueue", { params: { name: "private-a" } })).status).toBe(404);
+    const b = await suite.h.createTenant();
+    await suite.h.client(suite.a.apiKey).call("createQueue", { body: { name: "private-a" } });
+    expect((await suite.h.client(b.apiKey).call("getQueue", { params: { name: "private-a" } })).status).toBe(404);
+    expect((await suite.h.client(b.apiKey).call("pauseQueue", { params: { name: "private-a" } })).status).toBe(404);
   });
 });
 
-describe("the OpenAPI document", () => {
-  it("every response of this suite validates against it", async () => {
-    expect(await h.openApiViolations()).toEqual([]);
-  });
-});
+itConformsToOpenApi(suite);

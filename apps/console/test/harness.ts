@@ -1,4 +1,5 @@
 import net from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createTickClient, type ResponseRecord } from "@tick/client";
@@ -140,3 +141,27 @@ export const jobBody = (overrides: Record<string, unknown> = {}) => ({
   delayMs: 3_600_000,
   ...overrides,
 });
+
+/**
+ * Registers a console (and one tenant, `a`) for the whole test file. The returned object is filled
+ * in before the first test runs.
+ */
+export function useConsole(env: Record<string, string> = {}): { h: ConsoleHarness; a: TestTenant } {
+  const suite = {} as { h: ConsoleHarness; a: TestTenant };
+  beforeAll(async () => {
+    suite.h = await startConsole(env);
+    suite.a = await suite.h.createTenant();
+  });
+  afterAll(async () => suite.h?.stop());
+  return suite;
+}
+
+/** Last test of a file: every response its clients saw matches the served OpenAPI document. */
+export function itConformsToOpenApi(suite: { h: ConsoleHarness }, minimumResponses = 1): void {
+  describe("the OpenAPI document", () => {
+    it("every response of this suite validates against it", async () => {
+      expect(suite.h.responses.length).toBeGreaterThanOrEqual(minimumResponses);
+      expect(await suite.h.openApiViolations()).toEqual([]);
+    });
+  });
+}
