@@ -18,6 +18,27 @@ export const schedulerEnvSchema = z
     SCHEDULER_LEASE_RENEW_INTERVAL: durationSchema.default(5_000),
     /** Pool size for the hot-path SQL. */
     SCHEDULER_DB_POOL_SIZE: positiveInt.default(10),
+    /** How often each held shard looks for due work (it is also woken early after publishing). */
+    SCHEDULER_DISPATCH_INTERVAL: durationSchema.default(100),
+    /** Most jobs claimed per shard per round. */
+    SCHEDULER_DISPATCH_BATCH: positiveInt.max(10_000).default(500),
+    /**
+     * Dispatched-but-not-started attempts allowed per shard: keeps the broker queue shallow so
+     * fairness is decided by the scheduler, not lost in a deep FIFO.
+     */
+    SCHEDULER_MAX_QUEUED_PER_SHARD: positiveInt.default(200),
+    /** Global dispatch rate across all schedulers (jobs/s); bounds catch-up after an outage (S12). */
+    SCHEDULER_DISPATCH_RATE: z.coerce.number().positive().default(2000),
+    /** Most outbox rows the relay publishes per second (drains a backlog without a storm, S10). */
+    SCHEDULER_RELAY_RATE: z.coerce.number().positive().default(5000),
+    /** How often the reaper looks for lost attempts and expired jobs. */
+    SCHEDULER_REAPER_INTERVAL: durationSchema.default(2_000),
+    /** Extra time past an attempt's lease end before it is presumed lost (clock skew, slow heartbeats). */
+    SCHEDULER_LEASE_GRACE: durationSchema.default(5_000),
+    /** A published attempt no worker started within this is re-published (message lost by the broker). */
+    SCHEDULER_STRANDED_AFTER: durationSchema.default(60_000),
+    /** Test only: fault points to enable (see packages/runtime/src/fault-points.ts). */
+    TICK_FAULT_POINTS: z.string().optional(),
   })
   .refine((env) => env.SCHEDULER_LEASE_RENEW_INTERVAL * 2 <= env.SCHEDULER_LEASE_TTL, {
     message: "must be at most half of SCHEDULER_LEASE_TTL",

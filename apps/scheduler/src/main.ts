@@ -1,6 +1,7 @@
 import { createPool } from "@tick/db";
-import { createRedis, runService, storeLifecycle } from "@tick/runtime";
+import { createRedis, parseFaultPoints, runService, storeLifecycle } from "@tick/runtime";
 import { loadSchedulerEnv } from "./env.js";
+import { createScheduler } from "./scheduler.js";
 
 // Composition root: the only place that reads process.env and wires instances.
 void runService({
@@ -8,15 +9,41 @@ void runService({
   rawEnv: process.env,
   loadEnv: loadSchedulerEnv,
   healthPort: (env) => env.SCHEDULER_HEALTH_PORT,
-  start: async ({ env, logger }) => {
+  start: async ({ env, logger, registry }) => {
     const pool = createPool(env.DATABASE_URL, {
       max: env.SCHEDULER_DB_POOL_SIZE,
       applicationName: `tick-scheduler ${env.SCHEDULER_ID}`,
     });
     const redis = createRedis(env.REDIS_URL, logger);
+    const scheduler = createScheduler({
+      pool,
+      redis,
+      logger,
+      registry,
+      faults: parseFaultPoints(env.TICK_FAULT_POINTS),
+      config: {
+        id: env.SCHEDULER_ID,
+        region: env.TICK_REGION,
+        redisPrefix: env.TICK_REDIS_PREFIX,
+        shardCount: env.TICK_SHARDS,
+        leaseTtlMs: env.SCHEDULER_LEASE_TTL,
+        leaseRenewIntervalMs: env.SCHEDULER_LEASE_RENEW_INTERVAL,
+        dispatchIntervalMs: env.SCHEDULER_DISPATCH_INTERVAL,
+        dispatchBatch: env.SCHEDULER_DISPATCH_BATCH,
+        maxQueuedPerShard: env.SCHEDULER_MAX_QUEUED_PER_SHARD,
+        dispatchRatePerSecond: env.SCHEDULER_DISPATCH_RATE,
+        relayRatePerSecond: env.SCHEDULER_RELAY_RATE,
+        reaperIntervalMs: env.SCHEDULER_REAPER_INTERVAL,
+        leaseGraceMs: env.SCHEDULER_LEASE_GRACE,
+        strandedAfterMs: env.SCHEDULER_STRANDED_AFTER,
+      },
+    });
+    await scheduler.start();
+    const stores = storeLifecycle(pool, redis);
     return {
-      ...storeLifecycle(pool, redis),
-      info: { schedulerId: env.SCHEDULER_ID, shards: env.TICK_SHARDS, region: env.TICK_REGION },
+      checks: stores.checks,
+      stop: [{ name: "stop scheduler (release shards)", run: () => scheduler.stop() }, ...stores.stop],
+      info: { schedulerId: env.SCHEDULER_ID, shards: env.TICK_SHARDS, region: env.TICK_REGION, held: scheduler.heldShards().length },
     };
   },
 });

@@ -5,3 +5,5 @@ export * from "./job-failure.js";
 export * from "./backoff.js";
 export * from "./duration.js";
 export * from "./ssrf.js";
+export * from "./fairness.js";
+export * from "./attempt-message.js";

@@ -5,3 +5,4 @@ export * from "./health-server.js";
 export * from "./shutdown.js";
 export * from "./run-service.js";
 export * from "./stores.js";
+export * from "./fault-points.js";

@@ -1,0 +1,77 @@
+import { sql, type Queryable } from "@tick/db";
+import type { Logger } from "@tick/runtime";
+
+export interface ShardLeaseConfig {
+  holder: string;
+  region: string;
+  shardCount: number;
+  ttlMs: number;
+}
+
+export interface HeldLease {
+  shard: number;
+  epoch: string;
+}
+
+/**
+ * Acquires, renews and balances this scheduler's shard leases. Each scheduler aims at its fair share
+ * (shards / live schedulers, rounded up); extra shards are released so a newcomer gets some at once,
+ * and shards of a dead scheduler are taken once their lease expires (database time). What this class
+ * believes is only a hint: every write is fenced in the database (holdsShardLease).
+ */
+export class ShardLeaseManager {
+  private held = new Map<number, HeldLease>();
+
+  constructor(
+    private readonly db: Queryable,
+    private readonly config: ShardLeaseConfig,
+    private readonly logger: Logger,
+  ) {}
+
+  heldShards(): HeldLease[] {
+    return [...this.held.values()].sort((a, b) => a.shard - b.shard);
+  }
+
+  async init(): Promise<void> {
+    await sql.ensureShardLeases(this.db, this.config.shardCount);
+  }
+
+  /** One renewal/acquisition/balancing pass; returns the shards held afterwards. */
+  async tick(): Promise<HeldLease[]> {
+    const { holder, region, ttlMs, shardCount } = this.config;
+    const before = this.heldShards();
+    const renewed = await sql.renewShards(this.db, holder, before, ttlMs);
+    const kept = new Set(renewed.map((r) => r.shard));
+    for (const lost of before.filter((h) => !kept.has(h.shard))) {
+      this.logger.warn({ shard: lost.shard, epoch: lost.epoch }, "shard lease lost (renewal refused)");
+      this.held.delete(lost.shard);
+    }
+
+    const holders = await sql.liveHolders(this.db);
+    holders.set(holder, this.held.size);
+    const fairShare = Math.ceil(shardCount / holders.size);
+    if (this.held.size < fairShare) {
+      for (const got of await sql.acquireShards(this.db, holder, region, ttlMs, fairShare - this.held.size, shardCount)) {
+        this.held.set(got.shard, { shard: got.shard, epoch: got.epoch });
+        this.logger.info({ shard: got.shard, epoch: got.epoch }, "shard lease acquired");
+      }
+    } else if (this.held.size > fairShare) {
+      // Someone holds fewer than their share (a scheduler just joined): hand over the surplus.
+      const starving = [...holders.entries()].some(([h, n]) => h !== holder && n < fairShare);
+      if (starving) {
+        const surplus = this.heldShards().slice(fairShare);
+        await sql.releaseShards(this.db, holder, surplus);
+        for (const s of surplus) this.held.delete(s.shard);
+        this.logger.info({ shards: surplus.map((s) => s.shard) }, "released surplus shards for balance");
+      }
+    }
+    return this.heldShards();
+  }
+
+  /** Clean shutdown: give every shard back so a follower takes over without waiting for the TTL. */
+  async releaseAll(): Promise<void> {
+    const all = this.heldShards();
+    this.held.clear();
+    await sql.releaseShards(this.db, this.config.holder, all);
+  }
+}

@@ -1,0 +1,23 @@
+import { Counter, Gauge, type Registry } from "prom-client";
+
+export function createSchedulerMetrics(registry: Registry) {
+  return {
+    dispatched: new Counter({ name: "tick_dispatched_total", help: "Jobs claimed into dispatched attempts", labelNames: ["shard"], registers: [registry] }),
+    staleWrites: new Counter({
+      name: "tick_stale_writes_rejected_total",
+      help: "Scheduler writes refused because the shard lease was no longer held at that epoch",
+      labelNames: ["shard", "component"],
+      registers: [registry],
+    }),
+    published: new Counter({ name: "tick_outbox_published_total", help: "Outbox rows published to the broker", labelNames: ["kind"], registers: [registry] }),
+    publishFailures: new Counter({ name: "tick_outbox_publish_failures_total", help: "Failed outbox publish batches", registers: [registry] }),
+    outboxBacklog: new Gauge({ name: "tick_outbox_backlog", help: "Unpublished outbox rows", registers: [registry] }),
+    outboxLagSeconds: new Gauge({ name: "tick_outbox_lag_seconds", help: "Age of the oldest unpublished outbox row (publication lag)", registers: [registry] }),
+    leasesReaped: new Counter({ name: "tick_leases_reaped_total", help: "Running attempts whose lease expired", labelNames: ["decision"], registers: [registry] }),
+    republished: new Counter({ name: "tick_attempts_republished_total", help: "Dispatched attempts re-published because no worker started them", registers: [registry] }),
+    expired: new Counter({ name: "tick_jobs_expired_total", help: "Jobs that passed their expiry deadline before starting", registers: [registry] }),
+    shardsHeld: new Gauge({ name: "tick_shards_held", help: "Shard leases this scheduler holds", registers: [registry] }),
+  };
+}
+
+export type SchedulerMetrics = ReturnType<typeof createSchedulerMetrics>;

@@ -1,0 +1,95 @@
+import type pg from "pg";
+import type { Queue } from "bullmq";
+import { sql } from "@tick/db";
+import type { FaultPoints, Logger } from "@tick/runtime";
+import type { RateLimiter } from "../dispatch/rate-limiter.js";
+import type { SchedulerMetrics } from "../metrics.js";
+
+export interface OutboxRelayConfig {
+  batch: number;
+  /** First retry delay after a failed publish; doubles per try up to maxRetryDelayMs. */
+  retryDelayMs: number;
+  maxRetryDelayMs: number;
+}
+
+/** How a row becomes a broker message: the BullMQ job id makes a duplicate publish a no-op (S5). */
+function toMessage(row: sql.OutboxRow) {
+  const jobId = row.kind === "dispatch" ? row.attempt_id! : `wh-${String(row.payload.deliveryId ?? row.id)}`;
+  return {
+    name: row.kind,
+    data: row.payload,
+    opts: {
+      jobId,
+      attempts: 1, // retries are decided in Postgres, never by the broker
+      removeOnComplete: { age: 3600 }, // kept an hour so a late re-publish of the same id stays a no-op
+      removeOnFail: { age: 24 * 3600 },
+    },
+  };
+}
+
+/**
+ * Publishes outbox rows to BullMQ and only then marks them published (S4). Rows are locked with SKIP
+ * LOCKED for the duration, so several relays can run at once without publishing a row twice in
+ * parallel. While the broker is down nothing is marked published; rows are retried with backoff and
+ * the backlog (and its age) is a metric (S10). The drain is rate limited.
+ */
+export class OutboxRelay {
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly queues: Record<sql.OutboxRow["kind"], Queue>,
+    private readonly config: OutboxRelayConfig,
+    private readonly rate: RateLimiter,
+    private readonly logger: Logger,
+    private readonly metrics: SchedulerMetrics,
+    private readonly faults: FaultPoints,
+  ) {}
+
+  /** Publishes one batch; returns how many rows were published. */
+  async runOnce(): Promise<number> {
+    const limit = Math.min(this.config.batch, this.rate.available());
+    if (limit <= 0) return 0;
+    const client = await this.pool.connect();
+    let published = 0;
+    try {
+      await client.query("BEGIN");
+      const rows = await sql.lockUnpublishedOutbox(client, limit);
+      if (rows.length === 0) {
+        await client.query("COMMIT");
+        return 0;
+      }
+      try {
+        for (const kind of ["dispatch", "webhook"] as const) {
+          const batch = rows.filter((r) => r.kind === kind);
+          if (batch.length) await this.queues[kind].addBulk(batch.map(toMessage));
+        }
+      } catch (err) {
+        const tries = Math.max(...rows.map((r) => r.tries));
+        const delay = Math.min(this.config.maxRetryDelayMs, this.config.retryDelayMs * 2 ** tries);
+        await sql.deferOutbox(client, rows.map((r) => r.id), delay, (err as Error).message);
+        await client.query("COMMIT");
+        this.metrics.publishFailures.inc();
+        this.logger.warn({ err: (err as Error).message, rows: rows.length, retryInMs: delay }, "outbox publish failed; will retry");
+        return 0;
+      }
+      this.faults.hit("relay.after-publish-before-mark");
+      await sql.markOutboxPublished(client, rows.map((r) => r.id));
+      await client.query("COMMIT");
+      published = rows.length;
+      this.rate.take(published);
+      for (const r of rows) this.metrics.published.inc({ kind: r.kind });
+      return published;
+    } catch (err) {
+      await client.query("ROLLBACK").catch(() => {});
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  async refreshBacklogMetrics(): Promise<{ count: number; oldestAgeMs: number }> {
+    const backlog = await sql.outboxBacklog(this.pool);
+    this.metrics.outboxBacklog.set(backlog.count);
+    this.metrics.outboxLagSeconds.set(backlog.oldestAgeMs / 1000);
+    return backlog;
+  }
+}

@@ -1,0 +1,78 @@
+import type pg from "pg";
+import { computeBackoffMs, decideAfterFailure } from "@tick/core";
+import { sql } from "@tick/db";
+import type { Logger } from "@tick/runtime";
+import { withShardFence } from "../leases/shard-fence.js";
+import type { HeldLease } from "../leases/shard-lease-manager.js";
+import type { SchedulerMetrics } from "../metrics.js";
+
+export interface ReaperConfig {
+  holder: string;
+  leaseGraceMs: number;
+  strandedAfterMs: number;
+  batch: number;
+  random?: () => number;
+}
+
+export interface ReapResult {
+  fenced: boolean;
+  leasesReaped: number;
+  republished: number;
+  expired: number;
+}
+
+/**
+ * Finds work that will not finish on its own, per held shard, in bounded batches, fenced like every
+ * scheduler write: attempts whose lease expired (S1: the job retries through the normal path with a
+ * new attempt ID and a higher fencing token, or goes to the DLQ when attempts are used up), dispatched
+ * attempts no worker started (S10: re-published under the same attempt ID), and jobs past their
+ * expiry deadline (S12).
+ */
+export class Reaper {
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly config: ReaperConfig,
+    private readonly logger: Logger,
+    private readonly metrics: SchedulerMetrics,
+  ) {}
+
+  async runShard(lease: HeldLease): Promise<ReapResult> {
+    const random = this.config.random ?? Math.random;
+    const result = await withShardFence(
+      this.pool,
+      this.config.holder,
+      lease,
+      async (client) => {
+        let leasesReaped = 0;
+        for (const lost of await sql.lockExpiredLeases(client, lease.shard, this.config.leaseGraceMs, this.config.batch)) {
+          const delay = computeBackoffMs(lost.backoff, Math.max(1, lost.attempt_count), random);
+          const decision: sql.LeaseExpiryDecision = lost.cancel_requested_at
+            ? { kind: "cancelled" }
+            : (() => {
+                const d = decideAfterFailure({
+                  attemptCount: lost.attempt_count,
+                  maxAttempts: lost.max_attempts,
+                  retryable: true,
+                  nextDueAt: new Date(lost.db_now.getTime() + delay),
+                  expiresAt: lost.expires_at,
+                });
+                return d === "retry" ? { kind: "retry", dueInMs: delay } : d === "fail" ? { kind: "dead" } : { kind: "expired" };
+              })();
+          if (await sql.settleExpiredLease(client, lost, decision)) {
+            leasesReaped++;
+            this.metrics.leasesReaped.inc({ decision: decision.kind });
+            this.logger.warn({ jobId: lost.job_id, attemptId: lost.attempt_id, tenantId: lost.tenant_id, decision: decision.kind }, "attempt lease expired");
+          }
+        }
+        const republished = await sql.republishStrandedAttempts(client, lease.shard, this.config.strandedAfterMs, this.config.batch);
+        const expired = (await sql.expireOverdueJobs(client, lease.shard, this.config.batch)).length;
+        return { leasesReaped, republished, expired };
+      },
+      (stale) => this.metrics.staleWrites.inc({ shard: String(stale.shard), component: "reaper" }),
+    );
+    if (!result.ok) return { fenced: false, leasesReaped: 0, republished: 0, expired: 0 };
+    this.metrics.republished.inc(result.value.republished);
+    this.metrics.expired.inc(result.value.expired);
+    return { fenced: true, ...result.value };
+  }
+}

@@ -1,0 +1,167 @@
+import type pg from "pg";
+import { Queue } from "bullmq";
+import type { Redis } from "ioredis";
+import type { Registry } from "prom-client";
+import { ATTEMPT_QUEUE } from "@tick/core";
+import { NO_FAULTS, type FaultPoints, type Logger } from "@tick/runtime";
+import { Dispatcher } from "./dispatch/dispatcher.js";
+import { RateLimiter } from "./dispatch/rate-limiter.js";
+import { ShardLeaseManager, type HeldLease } from "./leases/shard-lease-manager.js";
+import { createSchedulerMetrics } from "./metrics.js";
+import { OutboxRelay } from "./outbox/outbox-relay.js";
+import { Reaper } from "./reaper/reaper.js";
+
+export const WEBHOOK_QUEUE = "webhooks";
+
+export interface SchedulerConfig {
+  id: string;
+  region: string;
+  redisPrefix: string;
+  shardCount: number;
+  leaseTtlMs: number;
+  leaseRenewIntervalMs: number;
+  dispatchIntervalMs: number;
+  dispatchBatch: number;
+  maxQueuedPerShard: number;
+  dispatchRatePerSecond: number;
+  relayRatePerSecond: number;
+  reaperIntervalMs: number;
+  leaseGraceMs: number;
+  strandedAfterMs: number;
+}
+
+export interface SchedulerDeps {
+  pool: pg.Pool;
+  /** BullMQ connection (maxRetriesPerRequest: null). */
+  redis: Redis;
+  logger: Logger;
+  registry: Registry;
+  config: SchedulerConfig;
+  faults?: FaultPoints;
+}
+
+/** A loop that runs `step` every `intervalMs` (sooner when woken), never overlapping itself. */
+class Loop {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private active = false;
+
+  constructor(
+    private readonly name: string,
+    private readonly intervalMs: number,
+    private readonly step: () => Promise<unknown>,
+    private readonly logger: Logger,
+  ) {}
+
+  start(): void {
+    this.active = true;
+    this.schedule(0);
+  }
+
+  wake(): void {
+    if (this.active && !this.running) this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.active = false;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  private schedule(delay: number): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.running = this.step()
+        .then(() => undefined)
+        .catch((err) => this.logger.error({ err, loop: this.name }, "scheduler loop step failed"))
+        .finally(() => {
+          this.running = undefined;
+          if (this.active) this.schedule(this.intervalMs);
+        });
+    }, delay);
+  }
+}
+
+/**
+ * The scheduler process's parts, wired: shard leases, fair dispatch, outbox relay and reaper, each a
+ * loop. Tests drive the same parts step by step (`leaseTick`, `dispatchOnce`, ...) and can pause the
+ * loops to play a scheduler frozen by a GC pause or SIGSTOP (S8).
+ */
+export function createScheduler(deps: SchedulerDeps) {
+  const { pool, redis, logger, config } = deps;
+  const faults = deps.faults ?? NO_FAULTS;
+  const metrics = createSchedulerMetrics(deps.registry);
+  const connection = { connection: redis, prefix: `${config.redisPrefix}:bull` };
+  const queues = { dispatch: new Queue(ATTEMPT_QUEUE, connection), webhook: new Queue(WEBHOOK_QUEUE, connection) };
+  const leases = new ShardLeaseManager(pool, { holder: config.id, region: config.region, shardCount: config.shardCount, ttlMs: config.leaseTtlMs }, logger);
+  const dispatchRate = new RateLimiter(0);
+  const relayRate = new RateLimiter(config.relayRatePerSecond);
+  const dispatcher = new Dispatcher(pool, { holder: config.id, batch: config.dispatchBatch, maxQueuedPerShard: config.maxQueuedPerShard }, dispatchRate, logger, metrics, faults);
+  const relay = new OutboxRelay(pool, queues, { batch: 500, retryDelayMs: 500, maxRetryDelayMs: 30_000 }, relayRate, logger, metrics, faults);
+  const reaper = new Reaper(pool, { holder: config.id, leaseGraceMs: config.leaseGraceMs, strandedAfterMs: config.strandedAfterMs, batch: 500 }, logger, metrics);
+
+  let held: HeldLease[] = [];
+  const leaseTick = async () => {
+    held = await leases.tick();
+    metrics.shardsHeld.set(held.length);
+    // This process's share of the global dispatch rate follows the share of shards it holds.
+    dispatchRate.setRate((config.dispatchRatePerSecond * held.length) / config.shardCount);
+    return held;
+  };
+  const dispatchOnce = async () => {
+    let total = 0;
+    for (const lease of held) total += (await dispatcher.runShard(lease)).claimed;
+    if (total > 0) relayLoop.wake();
+    return total;
+  };
+  const relayOnce = async () => {
+    let total = 0;
+    for (let n = await relay.runOnce(); n > 0; n = await relay.runOnce()) total += n;
+    await relay.refreshBacklogMetrics();
+    return total;
+  };
+  const reapOnce = async () => {
+    const results = [];
+    for (const lease of held) results.push(await reaper.runShard(lease));
+    return results;
+  };
+
+  const leaseLoop = new Loop("leases", config.leaseRenewIntervalMs, leaseTick, logger);
+  const dispatchLoop = new Loop("dispatch", config.dispatchIntervalMs, dispatchOnce, logger);
+  const relayLoop = new Loop("relay", Math.max(50, config.dispatchIntervalMs), relayOnce, logger);
+  const reaperLoop = new Loop("reaper", config.reaperIntervalMs, reapOnce, logger);
+  const loops = [leaseLoop, dispatchLoop, relayLoop, reaperLoop];
+
+  return {
+    metrics,
+    queues,
+    heldShards: () => held,
+    leaseTick,
+    dispatchOnce,
+    relayOnce,
+    reapOnce,
+    async init() {
+      await leases.init();
+    },
+    async start() {
+      await leases.init();
+      await leaseTick();
+      for (const loop of loops) loop.start();
+    },
+    /** Stops every loop without giving anything back: a frozen process, as far as others can tell. */
+    async pause() {
+      await Promise.all(loops.map((l) => l.stop()));
+    },
+    resume() {
+      for (const loop of loops) loop.start();
+    },
+    /** Clean stop: loops end, shards are released for a follower, queues closed. */
+    async stop() {
+      await Promise.all(loops.map((l) => l.stop()));
+      await leases.releaseAll().catch((err) => logger.warn({ err }, "releasing shard leases failed"));
+      await Promise.all(Object.values(queues).map((q) => q.close()));
+    },
+  };
+}
+
+export type Scheduler = ReturnType<typeof createScheduler>;

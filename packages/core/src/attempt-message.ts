@@ -1,0 +1,22 @@
+import { z } from "zod";
+
+/** BullMQ queue the scheduler's outbox relay publishes attempts to and workers consume. */
+export const ATTEMPT_QUEUE = "attempts";
+
+/**
+ * What a dispatch message carries. The BullMQ job id is the attempt ID, so a re-publish of the same
+ * attempt is a duplicate the broker ignores (S5); the worker runs it only if the job is still
+ * dispatched at this version with this attempt pending (S15).
+ */
+export const attemptMessageSchema = z.object({
+  jobId: z.uuid(),
+  attemptId: z.uuid(),
+  tenantId: z.uuid(),
+  version: z.number().int(),
+  fencingToken: z.string(),
+  shard: z.number().int(),
+  epoch: z.string(),
+  republished: z.boolean().optional(),
+});
+
+export type AttemptMessage = z.output<typeof attemptMessageSchema>;

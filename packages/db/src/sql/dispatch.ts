@@ -1,0 +1,130 @@
+// The dispatch hot path (S2, S8, S12, S16): find tenants with due work, claim their due jobs into
+// dispatched attempts with outbox rows. Callers run these inside a transaction that first passed
+// holdsShardLease(), so a stale leader's claim never commits.
+import type { Queryable } from "./types.js";
+
+export interface DueTenant {
+  tenant_id: string;
+  weight: number;
+  max_in_flight: number;
+  in_flight: number;
+}
+
+/**
+ * Tenants of a shard with at least one due job, with their weight and in-flight count. Walks the
+ * distinct tenants with a skip scan (one index probe per tenant) instead of reading every due row.
+ */
+export async function findDueTenants(db: Queryable, shard: number, limit: number): Promise<DueTenant[]> {
+  const { rows } = await db.query<DueTenant>(
+    `WITH RECURSIVE due(tenant_id) AS (
+       (SELECT tenant_id FROM jobs WHERE shard = $1 AND status = 'scheduled' AND due_at <= now() ORDER BY tenant_id LIMIT 1)
+       UNION ALL
+       SELECT (SELECT j.tenant_id FROM jobs j
+                WHERE j.shard = $1 AND j.status = 'scheduled' AND j.due_at <= now() AND j.tenant_id > due.tenant_id
+                ORDER BY j.tenant_id LIMIT 1)
+         FROM due WHERE due.tenant_id IS NOT NULL
+     )
+     SELECT t.id AS tenant_id, t.weight, t.max_in_flight,
+            (SELECT count(*)::int FROM jobs f WHERE f.tenant_id = t.id AND f.status IN ('dispatched', 'running')) AS in_flight
+       FROM due JOIN tenants t ON t.id = due.tenant_id
+      LIMIT $2`,
+    [shard, limit],
+  );
+  return rows;
+}
+
+export interface ClaimedJob {
+  id: string;
+  tenant_id: string;
+  queue_id: string;
+  version: number;
+  fencing_token: string;
+  attempt_id: string;
+  priority: number;
+  due_at: Date;
+}
+
+/**
+ * Claims up to `limit` of one tenant's due jobs, highest priority first, skipping paused queues and
+ * respecting each queue's concurrency: scheduled → dispatched (version + 1), a new attempt with a new
+ * attempt ID and the next fencing token, and a dispatch outbox row, all in this one statement.
+ * Jobs past their expiry deadline are left for the expiry sweep. SKIP LOCKED lets claims run in parallel.
+ */
+export async function claimDueJobs(
+  db: Queryable,
+  args: { shard: number; epoch: string; tenantId: string; limit: number },
+): Promise<ClaimedJob[]> {
+  if (args.limit <= 0) return [];
+  const { rows } = await db.query<ClaimedJob>(
+    `WITH room AS (
+       SELECT q.id AS queue_id,
+              CASE WHEN q.concurrency IS NULL THEN 2147483647
+                   ELSE q.concurrency - (SELECT count(*) FROM jobs f
+                                          WHERE f.tenant_id = $2 AND f.queue_id = q.id AND f.status IN ('dispatched', 'running'))
+              END AS room
+         FROM queues q WHERE q.tenant_id = $2 AND NOT q.paused
+     ), candidates AS (
+       SELECT j.id, j.queue_id, j.priority, j.due_at FROM jobs j
+        WHERE j.shard = $1 AND j.tenant_id = $2 AND j.status = 'scheduled' AND j.due_at <= now()
+          AND (j.expires_at IS NULL OR j.expires_at > now())
+          AND j.queue_id IN (SELECT queue_id FROM room WHERE room > 0)
+        ORDER BY j.priority DESC, j.due_at
+        LIMIT $3
+        FOR UPDATE OF j SKIP LOCKED
+     ), picked AS (
+       SELECT c.id FROM (
+         SELECT c.*, row_number() OVER (PARTITION BY c.queue_id ORDER BY c.priority DESC, c.due_at) AS rn FROM candidates c
+       ) c JOIN room r ON r.queue_id = c.queue_id
+        WHERE c.rn <= r.room
+     ), claimed AS (
+       UPDATE jobs j
+          SET status = 'dispatched', version = j.version + 1, fencing_token = j.fencing_token + 1,
+              current_attempt_id = gen_random_uuid(), updated_at = now()
+         FROM picked p WHERE j.id = p.id AND j.status = 'scheduled'
+        RETURNING j.id, j.tenant_id, j.queue_id, j.version, j.fencing_token, j.current_attempt_id AS attempt_id, j.priority, j.due_at
+     ), attempt AS (
+       INSERT INTO attempts (id, job_id, tenant_id, number, fencing_token, job_version, shard_epoch, status, dispatched_at)
+       SELECT attempt_id, id, tenant_id, fencing_token::int, fencing_token, version, $4::bigint, 'pending', now() FROM claimed
+     ), outbox_row AS (
+       INSERT INTO outbox (kind, shard, tenant_id, job_id, attempt_id, payload)
+       SELECT 'dispatch', $1, tenant_id, id, attempt_id,
+              jsonb_build_object('jobId', id, 'attemptId', attempt_id, 'tenantId', tenant_id, 'version', version,
+                                 'fencingToken', fencing_token::text, 'shard', $1::int, 'epoch', $4::text)
+         FROM claimed
+     )
+     SELECT * FROM claimed`,
+    [args.shard, args.tenantId, args.limit, args.epoch],
+  );
+  return rows.map((r) => ({ ...r, fencing_token: String(r.fencing_token) }));
+}
+
+/** Dispatched attempts of a shard not yet started by a worker: the broker-side backlog, for backpressure. */
+export async function countQueuedAttempts(db: Queryable, shard: number): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs WHERE shard = $1 AND status = 'dispatched'`, [shard]);
+  return rows[0]!.n;
+}
+
+/**
+ * Jobs of a shard past their expiry deadline that never started: scheduled|dispatched → expired
+ * (version + 1), discarding an unstarted attempt. Bounded per call.
+ */
+export async function expireOverdueJobs(db: Queryable, shard: number, limit: number): Promise<{ id: string; tenant_id: string }[]> {
+  const { rows } = await db.query<{ id: string; tenant_id: string }>(
+    `WITH due AS (
+       SELECT id FROM jobs
+        WHERE shard = $1 AND expires_at IS NOT NULL AND expires_at <= now() AND status IN ('scheduled', 'dispatched')
+        ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED
+     ), expired AS (
+       UPDATE jobs j SET status = 'expired', version = j.version + 1, finished_at = now(), updated_at = now(),
+              last_error = jsonb_build_object('kind', 'expired', 'message', 'the job passed its expiry deadline before it could start')
+         FROM due WHERE j.id = due.id
+        RETURNING j.id, j.tenant_id, j.current_attempt_id
+     ), discarded AS (
+       UPDATE attempts a SET status = 'discarded', finished_at = now(), outcome = 'expired'
+         FROM expired e WHERE a.id = e.current_attempt_id AND a.status = 'pending'
+     )
+     SELECT id, tenant_id FROM expired`,
+    [shard, limit],
+  );
+  return rows;
+}

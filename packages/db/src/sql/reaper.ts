@@ -1,0 +1,88 @@
+// Reaper (S1, S5, S10): finds attempts that will never finish on their own. Run inside a transaction
+// fenced by the shard lease, like every scheduler write.
+import type { Queryable } from "./types.js";
+
+export interface ExpiredLease {
+  attempt_id: string;
+  job_id: string;
+  tenant_id: string;
+  job_version: number;
+  attempt_count: number;
+  max_attempts: number;
+  backoff: { strategy: "exponential" | "fixed"; baseMs: number; maxMs: number; jitter: "full" | "none" };
+  expires_at: Date | null;
+  cancel_requested_at: Date | null;
+  db_now: Date;
+}
+
+/**
+ * Running attempts whose lease ended more than `marginMs` ago by the database clock. The margin
+ * absorbs a heartbeat that is merely late (S13): the worker may still be alive (S7), which is why the
+ * job's next attempt gets a higher fencing token and the old one's completion will be refused.
+ */
+export async function lockExpiredLeases(db: Queryable, shard: number, marginMs: number, limit: number): Promise<ExpiredLease[]> {
+  const { rows } = await db.query<ExpiredLease>(
+    `SELECT a.id AS attempt_id, j.id AS job_id, j.tenant_id, j.version AS job_version, j.attempt_count, j.max_attempts,
+            j.backoff, j.expires_at, j.cancel_requested_at, now() AS db_now
+       FROM attempts a JOIN jobs j ON j.id = a.job_id
+      WHERE a.status = 'running' AND a.lease_expires_at < now() - make_interval(secs => $2 / 1000.0)
+        AND j.shard = $1 AND j.status = 'running' AND j.current_attempt_id = a.id
+      ORDER BY a.lease_expires_at
+      LIMIT $3
+      FOR UPDATE OF a, j SKIP LOCKED`,
+    [shard, marginMs, limit],
+  );
+  return rows;
+}
+
+export type LeaseExpiryDecision =
+  | { kind: "retry"; dueInMs: number }
+  | { kind: "dead" }
+  | { kind: "expired" }
+  | { kind: "cancelled" };
+
+/** Marks the attempt lost and moves its job on, conditional on the version the reaper read. */
+export async function settleExpiredLease(db: Queryable, lease: ExpiredLease, decision: LeaseExpiryDecision): Promise<boolean> {
+  const error = { kind: "lease_expired", message: "the worker stopped renewing its lease; the attempt is presumed lost (its effect may have happened)" };
+  await db.query(
+    `UPDATE attempts SET status = 'lease_expired', finished_at = now(), outcome = 'lease_expired', error = $2 WHERE id = $1 AND status = 'running'`,
+    [lease.attempt_id, error],
+  );
+  const target = decision.kind === "retry" ? "scheduled" : decision.kind;
+  const { rowCount } = await db.query(
+    `UPDATE jobs SET status = $3::job_status, version = version + 1, current_attempt_id = NULL, last_error = $4, updated_at = now(),
+            due_at = CASE WHEN $3 = 'scheduled' THEN now() + make_interval(secs => $5 / 1000.0) ELSE due_at END,
+            finished_at = CASE WHEN $3 = 'scheduled' THEN NULL ELSE now() END
+      WHERE id = $1 AND version = $2 AND status = 'running'`,
+    [lease.job_id, lease.job_version, target, error, decision.kind === "retry" ? decision.dueInMs : 0],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/**
+ * Dispatched attempts nobody started within `timeoutMs` of their (re)publication: the message may have
+ * been lost with the broker (S9/S10 flush). Re-publishes them through a new outbox row for the SAME
+ * attempt ID; if the original message still exists, the broker treats the copy as a duplicate.
+ */
+export async function republishStrandedAttempts(db: Queryable, shard: number, timeoutMs: number, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `WITH stranded AS (
+       SELECT a.id, a.job_id, a.tenant_id, a.job_version, a.fencing_token, a.shard_epoch
+         FROM attempts a JOIN jobs j ON j.id = a.job_id
+        WHERE a.status = 'pending' AND a.dispatched_at < now() - make_interval(secs => $2 / 1000.0)
+          AND j.shard = $1 AND j.status = 'dispatched' AND j.current_attempt_id = a.id
+          AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.attempt_id = a.id AND o.published_at IS NULL)
+        ORDER BY a.dispatched_at LIMIT $3
+        FOR UPDATE OF a SKIP LOCKED
+     ), touched AS (
+       UPDATE attempts a SET dispatched_at = now() FROM stranded s WHERE a.id = s.id
+     )
+     INSERT INTO outbox (kind, shard, tenant_id, job_id, attempt_id, payload)
+     SELECT 'dispatch', $1, tenant_id, job_id, id,
+            jsonb_build_object('jobId', job_id, 'attemptId', id, 'tenantId', tenant_id, 'version', job_version,
+                               'fencingToken', fencing_token::text, 'shard', $1::int, 'epoch', shard_epoch::text, 'republished', true)
+       FROM stranded`,
+    [shard, timeoutMs, limit],
+  );
+  return rowCount ?? 0;
+}
