@@ -47,7 +47,8 @@ export class ShardLeaseManager {
       this.held.delete(lost.shard);
     }
 
-    const holders = await sql.liveHolders(this.db);
+    await sql.heartbeatSchedulerNode(this.db, holder, region, ttlMs);
+    const holders = await sql.liveSchedulers(this.db);
     holders.set(holder, this.held.size);
     const fairShare = Math.ceil(shardCount / holders.size);
     if (this.held.size < fairShare) {
@@ -73,5 +74,6 @@ export class ShardLeaseManager {
     const all = this.heldShards();
     this.held.clear();
     await sql.releaseShards(this.db, this.config.holder, all);
+    await sql.removeSchedulerNode(this.db, this.config.holder);
   }
 }

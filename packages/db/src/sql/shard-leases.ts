@@ -61,12 +61,26 @@ export async function releaseShards(db: Queryable, holder: string, held: { shard
   return rowCount ?? 0;
 }
 
-/** Holders with a live lease, and how many shards each holds (for balancing). */
-export async function liveHolders(db: Queryable): Promise<Map<string, number>> {
-  const { rows } = await db.query<{ holder: string; n: number }>(
-    `SELECT holder, count(*)::int AS n FROM shard_leases WHERE holder IS NOT NULL AND expires_at > now() GROUP BY holder`,
+/** Records that this scheduler is alive (until now() + ttl), so others count it when balancing. */
+export async function heartbeatSchedulerNode(db: Queryable, id: string, region: string, ttlMs: number): Promise<void> {
+  await db.query(
+    `INSERT INTO scheduler_nodes (id, region, heartbeat_at, expires_at) VALUES ($1, $2, now(), now() + make_interval(secs => $3 / 1000.0))
+     ON CONFLICT (id) DO UPDATE SET region = EXCLUDED.region, heartbeat_at = now(), expires_at = EXCLUDED.expires_at`,
+    [id, region, ttlMs],
   );
-  return new Map(rows.map((r) => [r.holder, r.n]));
+}
+
+export async function removeSchedulerNode(db: Queryable, id: string): Promise<void> {
+  await db.query(`DELETE FROM scheduler_nodes WHERE id = $1`, [id]);
+}
+
+/** Live schedulers and how many shards each holds now (0 for a newcomer), for balancing. */
+export async function liveSchedulers(db: Queryable): Promise<Map<string, number>> {
+  const { rows } = await db.query<{ id: string; n: number }>(
+    `SELECT n.id, (SELECT count(*)::int FROM shard_leases l WHERE l.holder = n.id AND l.expires_at > now()) AS n
+       FROM scheduler_nodes n WHERE n.expires_at > now()`,
+  );
+  return new Map(rows.map((r) => [r.id, r.n]));
 }
 
 /**

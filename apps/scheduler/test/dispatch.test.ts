@@ -1,0 +1,136 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { waitFor } from "@tick/testing";
+import { createWorld, statusCounts, type World } from "./harness.js";
+
+let w: World;
+beforeEach(async () => {
+  w = await createWorld();
+});
+afterEach(async () => w?.close());
+
+describe("dispatch", () => {
+  it("claims due jobs only, into a pending attempt with the next fencing token and an outbox row, and publishes them keyed by attempt ID", async () => {
+    const s = w.startScheduler("s");
+    await s.init();
+    await s.leaseTick();
+    const t = await w.createTenant();
+    await w.insertJobs(t, 20);
+    await w.insertJobs(t, 5, { dueInMs: 3_600_000 });
+    expect(await s.dispatchOnce()).toBe(20);
+    expect(await statusCounts(w.pool)).toEqual({ dispatched: 20, scheduled: 5 });
+
+    const { rows } = await w.pool.query<{ job_version: number; fencing_token: string; number: number; status: string; version: number; current: string; id: string }>(
+      `SELECT a.id, a.job_version, a.fencing_token::text, a.number, a.status, j.version, j.current_attempt_id AS current
+         FROM attempts a JOIN jobs j ON j.id = a.job_id`,
+    );
+    expect(rows).toHaveLength(20);
+    for (const r of rows) expect(r).toMatchObject({ job_version: 2, fencing_token: "1", number: 1, status: "pending", version: 2, current: r.id });
+
+    expect(await s.relayOnce()).toBe(20);
+    const outbox = await w.pool.query(`SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL`);
+    expect(outbox.rows[0].n).toBe(0);
+    const jobs = await w.attemptsQueue.getJobs(["waiting", "prioritized", "delayed"]);
+    expect(jobs.map((j) => j.id).sort()).toEqual(rows.map((r) => r.id).sort());
+    expect(jobs[0]!.data).toMatchObject({ version: 2, fencingToken: "1", tenantId: t.id });
+  });
+
+  it("skips paused queues, honours queue concurrency and the tenant's in-flight cap, and takes higher priority first", async () => {
+    const s = w.startScheduler("s");
+    await s.init();
+    await s.leaseTick();
+    const t = await w.createTenant({ maxInFlight: 7 });
+    await w.pool.query(`UPDATE queues SET concurrency = 3 WHERE id = $1`, [t.queueId]);
+    const { rows } = await w.pool.query<{ id: string }>(`INSERT INTO queues (id, tenant_id, name, paused, updated_at) VALUES (gen_random_uuid(), $1, 'paused', true, now()) RETURNING id`, [t.id]);
+    await w.insertJobs(t, 10, { priority: 0 });
+    await w.insertJobs(t, 2, { priority: 10 });
+    await w.insertJobs({ ...t, queueId: rows[0]!.id }, 10);
+    expect(await s.dispatchOnce()).toBe(3);
+    const claimed = await w.pool.query<{ priority: number }>(`SELECT priority FROM jobs WHERE status = 'dispatched' ORDER BY priority DESC`);
+    expect(claimed.rows.map((r) => r.priority)).toEqual([10, 10, 0]);
+
+    // Lift the queue cap: the tenant cap (7 in flight) now binds; the paused queue still waits.
+    await w.pool.query(`UPDATE queues SET concurrency = NULL WHERE id = $1`, [t.queueId]);
+    await s.dispatchOnce();
+    expect((await statusCounts(w.pool)).dispatched).toBe(7);
+    const paused = await w.pool.query(`SELECT count(*)::int AS n FROM jobs WHERE queue_id = $1 AND status = 'scheduled'`, [rows[0]!.id]);
+    expect(paused.rows[0].n).toBe(10);
+  });
+
+  it("a quiet tenant's due job goes out in the same round as a noisy tenant's 20,000-job burst", async () => {
+    const s = w.startScheduler("s", { dispatchBatch: 200 });
+    await s.init();
+    await s.leaseTick();
+    const noisy = await w.createTenant();
+    const quiet = await w.createTenant();
+    await w.insertJobs(noisy, 20_000);
+    for (let round = 0; round < 5; round++) {
+      await w.insertJobs(quiet, 1);
+      await s.dispatchOnce();
+      const waiting = await w.pool.query(`SELECT count(*)::int AS n FROM jobs WHERE tenant_id = $1 AND status = 'scheduled'`, [quiet.id]);
+      expect(waiting.rows[0].n).toBe(0);
+    }
+    const noisyLeft = await w.pool.query(`SELECT count(*)::int AS n FROM jobs WHERE tenant_id = $1 AND status = 'scheduled'`, [noisy.id]);
+    expect(noisyLeft.rows[0].n).toBeGreaterThan(15_000);
+  });
+
+  it("shares capacity by weight between saturated tenants", async () => {
+    const s = w.startScheduler("s", { dispatchBatch: 100 });
+    await s.init();
+    await s.leaseTick();
+    // Put both tenants on the same shard so they compete for the same rounds.
+    const heavy = await w.createTenant({ weight: 3 });
+    let light = await w.createTenant({ weight: 1 });
+    while (light.shard !== heavy.shard) light = await w.createTenant({ weight: 1 });
+    await w.insertJobs(heavy, 2_000);
+    await w.insertJobs(light, 2_000);
+    for (let i = 0; i < 10; i++) await s.dispatchOnce();
+    const { rows } = await w.pool.query<{ tenant_id: string; n: number }>(`SELECT tenant_id, count(*)::int AS n FROM jobs WHERE status = 'dispatched' GROUP BY tenant_id`);
+    const got = new Map(rows.map((r) => [r.tenant_id, r.n]));
+    expect(got.get(heavy.id)! + got.get(light.id)!).toBe(1_000);
+    expect(got.get(heavy.id)! / got.get(light.id)!).toBeCloseTo(3, 0);
+  });
+
+  it("keeps the broker queue shallow: no more than the per-shard limit waits unstarted", async () => {
+    const s = w.startScheduler("s", { maxQueuedPerShard: 25 });
+    await s.init();
+    await s.leaseTick();
+    const t = await w.createTenant();
+    await w.insertJobs(t, 100);
+    await s.dispatchOnce();
+    await s.dispatchOnce();
+    expect((await statusCounts(w.pool)).dispatched).toBe(25);
+  });
+
+  it("releases 5,000 overdue jobs after downtime no faster than the configured rate", async () => {
+    const rate = 1_000;
+    const t = await w.createTenant();
+    await w.insertJobs(t, 5_000, { dueInMs: -3_600_000 });
+    const s = w.startScheduler("s", { dispatchRatePerSecond: rate, dispatchIntervalMs: 20 });
+    const started = Date.now();
+    await s.start();
+    await waitFor(async () => (await statusCounts(w.pool)).dispatched === 5_000, { timeoutMs: 60_000, description: "all 5,000 released" });
+    await s.pause();
+    const { rows } = await w.pool.query<{ ms: string }>(`SELECT (extract(epoch FROM dispatched_at) * 1000)::bigint::text AS ms FROM attempts ORDER BY dispatched_at`);
+    const times = rows.map((r) => Number(r.ms));
+    const first = times[0]!;
+    // Token bucket: at most one second's worth at once, then `rate` per second.
+    for (let i = 0; i < times.length; i += 250) {
+      const elapsed = (times[i]! - first) / 1000;
+      expect(i + 1).toBeLessThanOrEqual(rate * (elapsed + 1) + 1);
+    }
+    expect((Date.now() - started) / 1000).toBeGreaterThanOrEqual(5_000 / rate - 1 - 0.5);
+  });
+
+  it("expires jobs past their deadline instead of dispatching them", async () => {
+    const s = w.startScheduler("s");
+    await s.init();
+    await s.leaseTick();
+    const t = await w.createTenant();
+    await w.insertJobs(t, 3, { dueInMs: -60_000, expiresInMs: -1_000 });
+    await w.insertJobs(t, 2, { dueInMs: -60_000, expiresInMs: 3_600_000 });
+    expect(await s.dispatchOnce()).toBe(2);
+    const results = await s.reapOnce();
+    expect(results.reduce((sum, r) => sum + r.expired, 0)).toBe(3);
+    expect(await statusCounts(w.pool)).toEqual({ dispatched: 2, expired: 3 });
+  });
+});

@@ -1,0 +1,70 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { waitFor } from "@tick/testing";
+import { SHARDS, createWorld, statusCounts, type World } from "./harness.js";
+
+let w: World;
+beforeEach(async () => {
+  w = await createWorld();
+});
+afterEach(async () => w?.close());
+
+describe("shard leases", () => {
+  it("two schedulers split the shards between them; a clean stop hands them over at once", async () => {
+    const a = w.startScheduler("a");
+    const b = w.startScheduler("b");
+    await a.init();
+    await a.leaseTick();
+    expect(a.heldShards()).toHaveLength(SHARDS);
+    // b joins: a releases its surplus on its next tick, b takes it on its next.
+    await b.leaseTick();
+    await a.leaseTick();
+    await b.leaseTick();
+    expect(a.heldShards().length + b.heldShards().length).toBe(SHARDS);
+    expect(b.heldShards()).toHaveLength(SHARDS / 2);
+    const shardsOfA = a.heldShards().map((l) => l.shard);
+    expect(b.heldShards().map((l) => l.shard).filter((s) => shardsOfA.includes(s))).toEqual([]);
+
+    await a.stop();
+    await b.leaseTick();
+    expect(b.heldShards()).toHaveLength(SHARDS);
+  });
+
+  it("a scheduler frozen past its lease TTL is fenced out after resuming: its writes are refused and counted, no job is dispatched twice", async () => {
+    const stale = w.startScheduler("stale");
+    await stale.init();
+    await stale.leaseTick();
+    const staleEpochs = new Map(stale.heldShards().map((l) => [l.shard, BigInt(l.epoch)]));
+    expect(staleEpochs.size).toBe(SHARDS);
+
+    // Freeze it (no renewals, no loops), as a GC pause or SIGSTOP would.
+    await stale.pause();
+    const fresh = w.startScheduler("fresh");
+    await waitFor(async () => (await fresh.leaseTick()).length === SHARDS, { timeoutMs: 10_000, description: "takeover after the TTL" });
+    for (const lease of fresh.heldShards()) expect(BigInt(lease.epoch)).toBeGreaterThan(staleEpochs.get(lease.shard)!);
+
+    const tenants = await Promise.all([w.createTenant(), w.createTenant(), w.createTenant()]);
+    for (const t of tenants) await w.insertJobs(t, 50);
+
+    // The stale scheduler resumes mid-round, still believing it leads: every write is refused.
+    expect(await stale.dispatchOnce()).toBe(0);
+    expect((await stale.reapOnce()).every((r) => !r.fenced)).toBe(true);
+    const { rows } = await w.pool.query<{ n: string }>(`SELECT sum(stale_writes_rejected)::text AS n FROM shard_leases`);
+    expect(Number(rows[0]!.n)).toBeGreaterThanOrEqual(SHARDS);
+    const metric = await stale.metrics.staleWrites.get();
+    expect(metric.values.reduce((sum, v) => sum + v.value, 0)).toBeGreaterThanOrEqual(SHARDS);
+    expect(await statusCounts(w.pool)).toEqual({ scheduled: 150 });
+
+    // The rightful leader dispatches everything, exactly once.
+    await fresh.dispatchOnce();
+    expect(await statusCounts(w.pool)).toEqual({ dispatched: 150 });
+    const attempts = await w.pool.query<{ job_id: string; n: number; epoch: string }>(
+      `SELECT job_id, count(*)::int AS n, max(shard_epoch)::text AS epoch FROM attempts GROUP BY job_id`,
+    );
+    expect(attempts.rows).toHaveLength(150);
+    expect(attempts.rows.every((r) => r.n === 1)).toBe(true);
+
+    // Once the stale scheduler renews, it learns it lost the shards and stops acting on them.
+    expect(await stale.leaseTick()).toEqual([]);
+    expect(await stale.dispatchOnce()).toBe(0);
+  });
+});
