@@ -37,6 +37,8 @@ export const schedulerEnvSchema = z
     SCHEDULER_LEASE_GRACE: durationSchema.default(5_000),
     /** A published attempt no worker started within this is re-published (message lost by the broker). */
     SCHEDULER_STRANDED_AFTER: durationSchema.default(60_000),
+    /** A broker publish not answered within this counts as failed; the outbox rows are retried. */
+    SCHEDULER_PUBLISH_TIMEOUT: durationSchema.default(5_000),
     /** Test only: fault points to enable (see packages/runtime/src/fault-points.ts). */
     TICK_FAULT_POINTS: z.string().optional(),
   })

@@ -36,6 +36,7 @@ void runService({
         reaperIntervalMs: env.SCHEDULER_REAPER_INTERVAL,
         leaseGraceMs: env.SCHEDULER_LEASE_GRACE,
         strandedAfterMs: env.SCHEDULER_STRANDED_AFTER,
+        publishTimeoutMs: env.SCHEDULER_PUBLISH_TIMEOUT,
       },
     });
     await scheduler.start();

@@ -28,6 +28,8 @@ export interface SchedulerConfig {
   reaperIntervalMs: number;
   leaseGraceMs: number;
   strandedAfterMs: number;
+  /** A broker publish not answered within this counts as failed (rows retried later). */
+  publishTimeoutMs: number;
 }
 
 export interface SchedulerDeps {
@@ -93,11 +95,19 @@ export function createScheduler(deps: SchedulerDeps) {
   const metrics = createSchedulerMetrics(deps.registry);
   const connection = { connection: redis, prefix: `${config.redisPrefix}:bull` };
   const queues = { dispatch: new Queue(ATTEMPT_QUEUE, connection), webhook: new Queue(WEBHOOK_QUEUE, connection) };
+  let lastQueueError = 0;
+  for (const queue of Object.values(queues)) {
+    queue.on("error", (err) => {
+      if (Date.now() - lastQueueError < 10_000) return; // one line per 10 s while the broker is down
+      lastQueueError = Date.now();
+      logger.warn({ err: err.message }, "broker connection error");
+    });
+  }
   const leases = new ShardLeaseManager(pool, { holder: config.id, region: config.region, shardCount: config.shardCount, ttlMs: config.leaseTtlMs }, logger);
   const dispatchRate = new RateLimiter(0);
   const relayRate = new RateLimiter(config.relayRatePerSecond);
   const dispatcher = new Dispatcher(pool, { holder: config.id, batch: config.dispatchBatch, maxQueuedPerShard: config.maxQueuedPerShard }, dispatchRate, logger, metrics, faults);
-  const relay = new OutboxRelay(pool, queues, { batch: 500, retryDelayMs: 500, maxRetryDelayMs: 30_000 }, relayRate, logger, metrics, faults);
+  const relay = new OutboxRelay(pool, queues, { batch: 500, retryDelayMs: 500, maxRetryDelayMs: 30_000, publishTimeoutMs: config.publishTimeoutMs }, relayRate, logger, metrics, faults);
   const reaper = new Reaper(pool, { holder: config.id, leaseGraceMs: config.leaseGraceMs, strandedAfterMs: config.strandedAfterMs, batch: 500 }, logger, metrics);
 
   let held: HeldLease[] = [];

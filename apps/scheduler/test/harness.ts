@@ -68,6 +68,7 @@ export async function createWorld(): Promise<World> {
           reaperIntervalMs: 500,
           leaseGraceMs: 0,
           strandedAfterMs: 60_000,
+          publishTimeoutMs: 1_000,
           ...overrides,
         },
       });

@@ -10,6 +10,11 @@ export interface OutboxRelayConfig {
   /** First retry delay after a failed publish; doubles per try up to maxRetryDelayMs. */
   retryDelayMs: number;
   maxRetryDelayMs: number;
+  /**
+   * A publish that has not answered by then counts as failed (the rows are deferred, not marked). It
+   * may still land later; the re-publish of the same attempt IDs is then a duplicate the broker drops.
+   */
+  publishTimeoutMs: number;
 }
 
 /** How a row becomes a broker message: the BullMQ job id makes a duplicate publish a no-op (S5). */
@@ -57,11 +62,21 @@ export class OutboxRelay {
         await client.query("COMMIT");
         return 0;
       }
+      let timer: NodeJS.Timeout | undefined;
       try {
-        for (const kind of ["dispatch", "webhook"] as const) {
-          const batch = rows.filter((r) => r.kind === kind);
-          if (batch.length) await this.queues[kind].addBulk(batch.map(toMessage));
-        }
+        const publish = Promise.all(
+          (["dispatch", "webhook"] as const).map((kind) => {
+            const batch = rows.filter((r) => r.kind === kind);
+            return batch.length ? this.queues[kind].addBulk(batch.map(toMessage)) : null;
+          }),
+        );
+        publish.catch(() => {}); // a late failure after the timeout is already handled
+        await Promise.race([
+          publish,
+          new Promise((_, reject) => {
+            timer = setTimeout(() => reject(new Error(`broker did not answer within ${this.config.publishTimeoutMs} ms`)), this.config.publishTimeoutMs);
+          }),
+        ]);
       } catch (err) {
         const tries = Math.max(...rows.map((r) => r.tries));
         const delay = Math.min(this.config.maxRetryDelayMs, this.config.retryDelayMs * 2 ** tries);
@@ -70,6 +85,8 @@ export class OutboxRelay {
         this.metrics.publishFailures.inc();
         this.logger.warn({ err: (err as Error).message, rows: rows.length, retryInMs: delay }, "outbox publish failed; will retry");
         return 0;
+      } finally {
+        clearTimeout(timer);
       }
       this.faults.hit("relay.after-publish-before-mark");
       await sql.markOutboxPublished(client, rows.map((r) => r.id));

@@ -1,0 +1,149 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { startTcpProxy, waitFor, type TcpProxy } from "@tick/testing";
+import { FaultInjected } from "@tick/runtime";
+import { createWorld, statusCounts, type World } from "./harness.js";
+
+let w: World;
+let proxy: TcpProxy | undefined;
+beforeEach(async () => {
+  w = await createWorld();
+});
+afterEach(async () => {
+  await w?.close();
+  await proxy?.close();
+  proxy = undefined;
+});
+
+const unpublished = async (w: World) =>
+  (await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL`)).rows[0]!.n;
+
+describe("outbox relay", () => {
+  it("with the broker unreachable, the backlog grows and nothing is marked published; it all drains after", async () => {
+    const redisUrl = new URL(w.redis.url);
+    proxy = await startTcpProxy({ targetHost: redisUrl.hostname, targetPort: Number(redisUrl.port || 6379) });
+    const s = w.startScheduler("s", {}, { redisUrl: proxy.url(w.redis.url) });
+    await s.init();
+    await s.leaseTick();
+    const t = await w.createTenant();
+    await w.insertJobs(t, 40);
+
+    proxy.cut();
+    expect(await s.dispatchOnce()).toBe(40);
+    // The publish fails: rows stay unpublished (and are deferred with a retry time), none is lost.
+    expect(await s.relayOnce()).toBe(0);
+    expect(await unpublished(w)).toBe(40);
+    const failures = await s.metrics.publishFailures.get();
+    expect(failures.values[0]?.value ?? 0).toBeGreaterThanOrEqual(1);
+    const backlog = await s.metrics.outboxBacklog.get();
+    expect(backlog.values[0]?.value).toBe(40);
+
+    proxy.restore();
+    await waitFor(
+      async () => {
+        await s.relayOnce();
+        return (await unpublished(w)) === 0;
+      },
+      { timeoutMs: 45_000, intervalMs: 200, description: "outbox drained after the broker came back" },
+    );
+    expect(await w.attemptsQueue.count()).toBe(40);
+  });
+
+  it("a crash after publish but before marking re-publishes the same attempt IDs, which the broker treats as duplicates", async () => {
+    const s = w.startScheduler("s", {}, { faults: "relay.after-publish-before-mark:throw" });
+    await s.init();
+    await s.leaseTick();
+    const t = await w.createTenant();
+    await w.insertJobs(t, 10);
+    await s.dispatchOnce();
+    await expect(s.relayOnce()).rejects.toBeInstanceOf(FaultInjected);
+    expect(await unpublished(w)).toBe(10); // the mark rolled back with the "crash"
+    expect(await w.attemptsQueue.count()).toBe(10); // but the messages went out
+    expect(await s.relayOnce()).toBe(10); // published again ...
+    expect(await unpublished(w)).toBe(0);
+    expect(await w.attemptsQueue.count()).toBe(10); // ... and still one message per attempt ID
+  });
+
+  it("a crash after the claim commits but before publishing strands nothing: the outbox row is there for the relay", async () => {
+    const s = w.startScheduler("s", {}, { faults: "dispatch.after-commit:throw" });
+    await s.init();
+    await s.leaseTick();
+    const t = await w.createTenant();
+    await w.insertJobs(t, 10);
+    await expect(s.dispatchOnce()).rejects.toBeInstanceOf(FaultInjected);
+    expect(await statusCounts(w.pool)).toEqual({ dispatched: 10 });
+    expect(await s.relayOnce()).toBe(10);
+    expect(await w.attemptsQueue.count()).toBe(10);
+  });
+
+  it("a crash before the claim commits leaves the jobs scheduled for the next round", async () => {
+    const s = w.startScheduler("s", {}, { faults: "dispatch.before-commit:throw" });
+    await s.init();
+    await s.leaseTick();
+    const t = await w.createTenant();
+    await w.insertJobs(t, 10);
+    await expect(s.dispatchOnce()).rejects.toBeInstanceOf(FaultInjected);
+    expect(await statusCounts(w.pool)).toEqual({ scheduled: 10 });
+    expect((await w.pool.query(`SELECT count(*)::int AS n FROM outbox`)).rows[0].n).toBe(0);
+    expect(await s.dispatchOnce()).toBe(10);
+  });
+});
+
+describe("reaper", () => {
+  it("Redis flushed mid-run: messages lost with it are re-published under the same attempt IDs, no job lost", async () => {
+    const s = w.startScheduler("s", { strandedAfterMs: 200 });
+    await s.init();
+    await s.leaseTick();
+    const t = await w.createTenant();
+    await w.insertJobs(t, 30);
+    await s.dispatchOnce();
+    await s.relayOnce();
+    const before = (await w.attemptsQueue.getJobs(["waiting", "prioritized"])).map((j) => j.id).sort();
+    expect(before).toHaveLength(30);
+
+    // Lose every broker message (a flush of this test's keys).
+    await w.redis.cleanup();
+    expect(await w.attemptsQueue.count()).toBe(0);
+
+    await waitFor(
+      async () => {
+        await s.reapOnce();
+        await s.relayOnce();
+        return (await w.attemptsQueue.count()) === 30;
+      },
+      { timeoutMs: 20_000, intervalMs: 100, description: "stranded attempts re-published" },
+    );
+    const after = (await w.attemptsQueue.getJobs(["waiting", "prioritized"])).map((j) => j.id).sort();
+    expect(after).toEqual(before);
+    expect(await statusCounts(w.pool)).toEqual({ dispatched: 30 });
+    const attempts = await w.pool.query(`SELECT count(*)::int AS n FROM attempts`);
+    expect(attempts.rows[0].n).toBe(30);
+  });
+
+  it("a running attempt whose lease expired is lost; the job retries with a new attempt ID and a higher fencing token, then dead-letters when attempts run out", async () => {
+    const s = w.startScheduler("s");
+    await s.init();
+    await s.leaseTick();
+    const t = await w.createTenant();
+    await w.insertJobs(t, 1);
+    await w.pool.query(`UPDATE jobs SET max_attempts = 2, backoff = '{"strategy":"fixed","baseMs":0,"maxMs":0,"jitter":"none"}'`);
+
+    for (let attempt = 1; attempt <= 2; attempt++) {
+      expect(await s.dispatchOnce()).toBe(1);
+      // What a worker does when it starts (issue #5), with a lease that is already over.
+      await w.pool.query(
+        `UPDATE attempts SET status = 'running', started_at = now(), worker_id = 'w', lease_expires_at = now() - interval '1 second' WHERE status = 'pending'`,
+      );
+      await w.pool.query(`UPDATE jobs SET status = 'running', version = version + 1, attempt_count = attempt_count + 1`);
+      await s.reapOnce();
+    }
+    const job = (await w.pool.query(`SELECT status, attempt_count, fencing_token::int AS token, last_error FROM jobs`)).rows[0];
+    expect(job).toMatchObject({ status: "dead", attempt_count: 2, token: 2 });
+    expect(job.last_error.kind).toBe("lease_expired");
+    const attempts = (await w.pool.query(`SELECT id, status, fencing_token::int AS token FROM attempts ORDER BY fencing_token`)).rows;
+    expect(attempts.map((a) => [a.status, a.token])).toEqual([
+      ["lease_expired", 1],
+      ["lease_expired", 2],
+    ]);
+    expect(new Set(attempts.map((a) => a.id)).size).toBe(2);
+  });
+});
