@@ -39,6 +39,8 @@ export const schedulerEnvSchema = z
     SCHEDULER_STRANDED_AFTER: durationSchema.default(60_000),
     /** A broker publish not answered within this counts as failed; the outbox rows are retried. */
     SCHEDULER_PUBLISH_TIMEOUT: durationSchema.default(5_000),
+    /** How often each held shard's Redis due index is compared with Postgres and repaired. */
+    SCHEDULER_RECONCILE_INTERVAL: durationSchema.default(5_000),
     /** Test only: fault points to enable (see packages/runtime/src/fault-points.ts). */
     TICK_FAULT_POINTS: z.string().optional(),
   })

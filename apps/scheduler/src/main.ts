@@ -15,9 +15,11 @@ void runService({
       applicationName: `tick-scheduler ${env.SCHEDULER_ID}`,
     });
     const redis = createRedis(env.REDIS_URL, logger);
+    const indexRedis = createRedis(env.REDIS_URL, logger, { failFast: true, commandTimeoutMs: 500 });
     const scheduler = createScheduler({
       pool,
       redis,
+      indexRedis,
       logger,
       registry,
       faults: parseFaultPoints(env.TICK_FAULT_POINTS),
@@ -37,13 +39,18 @@ void runService({
         leaseGraceMs: env.SCHEDULER_LEASE_GRACE,
         strandedAfterMs: env.SCHEDULER_STRANDED_AFTER,
         publishTimeoutMs: env.SCHEDULER_PUBLISH_TIMEOUT,
+        reconcileIntervalMs: env.SCHEDULER_RECONCILE_INTERVAL,
       },
     });
     await scheduler.start();
     const stores = storeLifecycle(pool, redis);
     return {
       checks: stores.checks,
-      stop: [{ name: "stop scheduler (release shards)", run: () => scheduler.stop() }, ...stores.stop],
+      stop: [
+        { name: "stop scheduler (release shards)", run: () => scheduler.stop() },
+        { name: "close due-index redis", run: () => void indexRedis.disconnect() },
+        ...stores.stop,
+      ],
       info: { schedulerId: env.SCHEDULER_ID, shards: env.TICK_SHARDS, region: env.TICK_REGION, held: scheduler.heldShards().length },
     };
   },

@@ -16,6 +16,10 @@ export function createSchedulerMetrics(registry: Registry) {
     leasesReaped: new Counter({ name: "tick_leases_reaped_total", help: "Running attempts whose lease expired", labelNames: ["decision"], registers: [registry] }),
     republished: new Counter({ name: "tick_attempts_republished_total", help: "Dispatched attempts re-published because no worker started them", registers: [registry] }),
     expired: new Counter({ name: "tick_jobs_expired_total", help: "Jobs that passed their expiry deadline before starting", registers: [registry] }),
+    dueIndexMode: new Gauge({ name: "tick_due_index_mode", help: "1 when a shard finds due work through the Redis index, 0 when polling Postgres", labelNames: ["shard"], registers: [registry] }),
+    pollingRounds: new Counter({ name: "tick_due_polling_rounds_total", help: "Dispatch rounds that polled Postgres because the due index was unavailable", labelNames: ["shard"], registers: [registry] }),
+    dueIndexRebuilds: new Counter({ name: "tick_due_index_rebuilds_total", help: "Completed rebuilds of a shard's due index from Postgres", labelNames: ["shard"], registers: [registry] }),
+    dueIndexRepairs: new Counter({ name: "tick_due_index_repairs_total", help: "Due tenants missing from the index found by reconciliation", labelNames: ["shard"], registers: [registry] }),
     shardsHeld: new Gauge({ name: "tick_shards_held", help: "Shard leases this scheduler holds", registers: [registry] }),
   };
 }

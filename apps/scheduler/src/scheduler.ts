@@ -3,8 +3,10 @@ import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Registry } from "prom-client";
 import { ATTEMPT_QUEUE } from "@tick/core";
+import { createDueIndex } from "@tick/due-index";
 import { NO_FAULTS, type FaultPoints, type Logger } from "@tick/runtime";
 import { Dispatcher } from "./dispatch/dispatcher.js";
+import { DueTenantSource } from "./dispatch/due-tenant-source.js";
 import { RateLimiter } from "./dispatch/rate-limiter.js";
 import { ShardLeaseManager, type HeldLease } from "./leases/shard-lease-manager.js";
 import { createSchedulerMetrics } from "./metrics.js";
@@ -30,12 +32,16 @@ export interface SchedulerConfig {
   strandedAfterMs: number;
   /** A broker publish not answered within this counts as failed (rows retried later). */
   publishTimeoutMs: number;
+  /** How often the due index is compared with Postgres and repaired. */
+  reconcileIntervalMs: number;
 }
 
 export interface SchedulerDeps {
   pool: pg.Pool;
   /** BullMQ connection (maxRetriesPerRequest: null). */
   redis: Redis;
+  /** Due-index connection that fails fast (short command timeout), so a Redis outage falls back to polling. */
+  indexRedis: Redis;
   logger: Logger;
   registry: Registry;
   config: SchedulerConfig;
@@ -106,9 +112,13 @@ export function createScheduler(deps: SchedulerDeps) {
   const leases = new ShardLeaseManager(pool, { holder: config.id, region: config.region, shardCount: config.shardCount, ttlMs: config.leaseTtlMs }, logger);
   const dispatchRate = new RateLimiter(0);
   const relayRate = new RateLimiter(config.relayRatePerSecond);
-  const dispatcher = new Dispatcher(pool, { holder: config.id, batch: config.dispatchBatch, maxQueuedPerShard: config.maxQueuedPerShard }, dispatchRate, logger, metrics, faults);
+  const dueIndex = createDueIndex({ redis: deps.indexRedis, prefix: config.redisPrefix });
+  const dueSource = new DueTenantSource(pool, dueIndex, { rebuildBatch: 500, maxTenants: 10_000 }, logger, metrics);
+  const dispatcher = new Dispatcher(pool, { holder: config.id, batch: config.dispatchBatch, maxQueuedPerShard: config.maxQueuedPerShard }, dispatchRate, dueSource, logger, metrics, faults);
   const relay = new OutboxRelay(pool, queues, { batch: 500, retryDelayMs: 500, maxRetryDelayMs: 30_000, publishTimeoutMs: config.publishTimeoutMs }, relayRate, logger, metrics, faults);
-  const reaper = new Reaper(pool, { holder: config.id, leaseGraceMs: config.leaseGraceMs, strandedAfterMs: config.strandedAfterMs, batch: 500 }, logger, metrics);
+  const reaper = new Reaper(pool, { holder: config.id, leaseGraceMs: config.leaseGraceMs, strandedAfterMs: config.strandedAfterMs, batch: 500 }, logger, metrics, (shard, tenantId, dueAtMs) =>
+    dueIndex.noteDue(shard, tenantId, dueAtMs).catch(() => {}),
+  );
 
   let held: HeldLease[] = [];
   const leaseTick = async () => {
@@ -130,6 +140,11 @@ export function createScheduler(deps: SchedulerDeps) {
     await relay.refreshBacklogMetrics();
     return total;
   };
+  const reconcileOnce = async () => {
+    let repaired = 0;
+    for (const lease of held) repaired += await dueSource.reconcile(lease.shard);
+    return repaired;
+  };
   const reapOnce = async () => {
     const results = [];
     for (const lease of held) results.push(await reaper.runShard(lease));
@@ -140,7 +155,8 @@ export function createScheduler(deps: SchedulerDeps) {
   const dispatchLoop = new Loop("dispatch", config.dispatchIntervalMs, dispatchOnce, logger);
   const relayLoop = new Loop("relay", Math.max(50, config.dispatchIntervalMs), relayOnce, logger);
   const reaperLoop = new Loop("reaper", config.reaperIntervalMs, reapOnce, logger);
-  const loops = [leaseLoop, dispatchLoop, relayLoop, reaperLoop];
+  const reconcileLoop = new Loop("reconcile", config.reconcileIntervalMs, reconcileOnce, logger);
+  const loops = [leaseLoop, dispatchLoop, relayLoop, reaperLoop, reconcileLoop];
 
   return {
     metrics,
@@ -150,6 +166,8 @@ export function createScheduler(deps: SchedulerDeps) {
     dispatchOnce,
     relayOnce,
     reapOnce,
+    reconcileOnce,
+    dueIndex,
     async init() {
       await leases.init();
     },

@@ -47,9 +47,13 @@ export async function createWorld(): Promise<World> {
       const connection = new Redis(options.redisUrl ?? redis.url, { maxRetriesPerRequest: null });
       connection.on("error", () => {});
       connections.push(connection);
+      const indexConnection = new Redis(options.redisUrl ?? redis.url, { maxRetriesPerRequest: 1, commandTimeout: 500 });
+      indexConnection.on("error", () => {});
+      connections.push(indexConnection);
       const scheduler = createScheduler({
         pool,
         redis: connection,
+        indexRedis: indexConnection,
         logger: quietLogger(),
         registry: new Registry(),
         faults: parseFaultPoints(options.faults),
@@ -69,6 +73,7 @@ export async function createWorld(): Promise<World> {
           leaseGraceMs: 0,
           strandedAfterMs: 60_000,
           publishTimeoutMs: 1_000,
+          reconcileIntervalMs: 1_000,
           ...overrides,
         },
       });

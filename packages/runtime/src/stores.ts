@@ -9,8 +9,12 @@ import type { ShutdownStep } from "./shutdown.js";
  * By default commands wait for a reconnect (`maxRetriesPerRequest: null`, which BullMQ requires);
  * `failFast` makes a command fail after one retry instead, for request paths that must answer.
  */
-export function createRedis(url: string, logger: Logger, options: { failFast?: boolean } = {}): Redis {
-  const redis = new Redis(url, { maxRetriesPerRequest: options.failFast ? 1 : null, lazyConnect: true });
+export function createRedis(url: string, logger: Logger, options: { failFast?: boolean; commandTimeoutMs?: number } = {}): Redis {
+  const redis = new Redis(url, {
+    maxRetriesPerRequest: options.failFast ? 1 : null,
+    lazyConnect: true,
+    ...(options.commandTimeoutMs ? { commandTimeout: options.commandTimeoutMs } : {}),
+  });
   redis.on("error", (err) => logger.warn({ err: err.message }, "redis connection error"));
   redis.connect().catch(() => {});
   return redis;

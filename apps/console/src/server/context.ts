@@ -19,7 +19,7 @@ export function getContext(): ConsoleContext {
   if (!holder.__tickConsole) {
     const env = getEnv();
     const logger = createLogger({ name: "console", level: env.LOG_LEVEL });
-    const redis = createRedis(env.REDIS_URL, logger, { failFast: true });
+    const redis = createRedis(env.REDIS_URL, logger, { failFast: true, commandTimeoutMs: 1_000 });
     holder.__tickConsole = {
       prisma: createPrismaClient(env.DATABASE_URL),
       pool: createPool(env.DATABASE_URL, { applicationName: "tick-console", connectionTimeoutMillis: 3_000 }),

@@ -5,6 +5,7 @@ import type { FaultPoints, Logger } from "@tick/runtime";
 import { withShardFence } from "../leases/shard-fence.js";
 import type { HeldLease } from "../leases/shard-lease-manager.js";
 import type { SchedulerMetrics } from "../metrics.js";
+import type { DueTenantSource } from "./due-tenant-source.js";
 import type { RateLimiter } from "./rate-limiter.js";
 
 export interface DispatcherConfig {
@@ -33,6 +34,7 @@ export class Dispatcher {
     private readonly pool: pg.Pool,
     private readonly config: DispatcherConfig,
     private readonly rate: RateLimiter,
+    private readonly dueSource: DueTenantSource,
     private readonly logger: Logger,
     private readonly metrics: SchedulerMetrics,
     private readonly faults: FaultPoints,
@@ -43,7 +45,7 @@ export class Dispatcher {
     const queued = await sql.countQueuedAttempts(this.pool, lease.shard);
     let budget = Math.min(this.config.batch, this.config.maxQueuedPerShard - queued, this.rate.available());
     if (budget <= 0) return round;
-    const due = await sql.findDueTenants(this.pool, lease.shard, 10_000);
+    const { tenants: due, mode, generations } = await this.dueSource.find(lease.shard);
     if (due.length === 0) return round;
 
     const drr = this.fairness.get(lease.shard) ?? new DeficitRoundRobin();
@@ -80,6 +82,12 @@ export class Dispatcher {
       },
     );
     if (!result.ok) return { ...round, claimed: 0, fenced: false, perTenant: new Map() };
+    // Tenants that ran out of due work get their next due time in the index.
+    if (mode === "index") {
+      for (const [tenantId, left] of room) {
+        if (left === 0 && generations.has(tenantId)) await this.dueSource.settle(lease.shard, tenantId, generations.get(tenantId)!);
+      }
+    }
     this.faults.hit("dispatch.after-commit");
     this.rate.take(round.claimed);
     this.metrics.dispatched.inc({ shard: String(lease.shard) }, round.claimed);

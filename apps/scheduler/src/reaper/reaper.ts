@@ -34,6 +34,8 @@ export class Reaper {
     private readonly config: ReaperConfig,
     private readonly logger: Logger,
     private readonly metrics: SchedulerMetrics,
+    /** Called after commit for each job put back to scheduled, so the due index learns about it. */
+    private readonly noteDue: (shard: number, tenantId: string, dueAtMs: number) => Promise<void> = async () => {},
   ) {}
 
   async runShard(lease: HeldLease): Promise<ReapResult> {
@@ -44,6 +46,7 @@ export class Reaper {
       lease,
       async (client) => {
         let leasesReaped = 0;
+        const rescheduled: { tenantId: string; dueAtMs: number }[] = [];
         for (const lost of await sql.lockExpiredLeases(client, lease.shard, this.config.leaseGraceMs, this.config.batch)) {
           const delay = computeBackoffMs(lost.backoff, Math.max(1, lost.attempt_count), random);
           const decision: sql.LeaseExpiryDecision = lost.cancel_requested_at
@@ -60,19 +63,22 @@ export class Reaper {
               })();
           if (await sql.settleExpiredLease(client, lost, decision)) {
             leasesReaped++;
+            if (decision.kind === "retry") rescheduled.push({ tenantId: lost.tenant_id, dueAtMs: lost.db_now.getTime() + decision.dueInMs });
             this.metrics.leasesReaped.inc({ decision: decision.kind });
             this.logger.warn({ jobId: lost.job_id, attemptId: lost.attempt_id, tenantId: lost.tenant_id, decision: decision.kind }, "attempt lease expired");
           }
         }
         const republished = await sql.republishStrandedAttempts(client, lease.shard, this.config.strandedAfterMs, this.config.batch);
         const expired = (await sql.expireOverdueJobs(client, lease.shard, this.config.batch)).length;
-        return { leasesReaped, republished, expired };
+        return { leasesReaped, republished, expired, rescheduled };
       },
       (stale) => this.metrics.staleWrites.inc({ shard: String(stale.shard), component: "reaper" }),
     );
     if (!result.ok) return { fenced: false, leasesReaped: 0, republished: 0, expired: 0 };
-    this.metrics.republished.inc(result.value.republished);
-    this.metrics.expired.inc(result.value.expired);
-    return { fenced: true, ...result.value };
+    const { rescheduled, ...counts } = result.value;
+    for (const r of rescheduled) await this.noteDue(lease.shard, r.tenantId, r.dueAtMs);
+    this.metrics.republished.inc(counts.republished);
+    this.metrics.expired.inc(counts.expired);
+    return { fenced: true, ...counts };
   }
 }

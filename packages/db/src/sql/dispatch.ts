@@ -128,3 +128,52 @@ export async function expireOverdueJobs(db: Queryable, shard: number, limit: num
   );
   return rows;
 }
+
+/** When the tenant's earliest scheduled job of this shard is due (null: none scheduled). */
+export async function nextDueAt(db: Queryable, shard: number, tenantId: string): Promise<Date | null> {
+  const { rows } = await db.query<{ due_at: Date | null }>(
+    `SELECT min(due_at) AS due_at FROM jobs WHERE shard = $1 AND tenant_id = $2 AND status = 'scheduled'`,
+    [shard, tenantId],
+  );
+  return rows[0]?.due_at ?? null;
+}
+
+/**
+ * For rebuilding the due index: tenants of a shard with scheduled work after `afterTenant` (keyset),
+ * each with its earliest due time, one index probe per tenant, at most `limit` tenants per call.
+ */
+export async function scheduledTenantsPage(
+  db: Queryable,
+  shard: number,
+  afterTenant: string | null,
+  limit: number,
+): Promise<{ tenant_id: string; next_due_at: Date }[]> {
+  const { rows } = await db.query<{ tenant_id: string; next_due_at: Date }>(
+    `WITH RECURSIVE t(tenant_id) AS (
+       (SELECT tenant_id FROM jobs WHERE shard = $1 AND status = 'scheduled' AND ($2::uuid IS NULL OR tenant_id > $2)
+         ORDER BY tenant_id LIMIT 1)
+       UNION ALL
+       SELECT (SELECT j.tenant_id FROM jobs j WHERE j.shard = $1 AND j.status = 'scheduled' AND j.tenant_id > t.tenant_id
+                ORDER BY j.tenant_id LIMIT 1)
+         FROM t WHERE t.tenant_id IS NOT NULL
+     )
+     SELECT t.tenant_id,
+            (SELECT min(j.due_at) FROM jobs j WHERE j.shard = $1 AND j.tenant_id = t.tenant_id AND j.status = 'scheduled') AS next_due_at
+       FROM t WHERE t.tenant_id IS NOT NULL
+      LIMIT $3`,
+    [shard, afterTenant, limit],
+  );
+  return rows;
+}
+
+/** Weight and in-flight count of the given tenants (for due tenants found through the index). */
+export async function tenantDispatchInfo(db: Queryable, tenantIds: string[]): Promise<DueTenant[]> {
+  if (tenantIds.length === 0) return [];
+  const { rows } = await db.query<DueTenant>(
+    `SELECT t.id AS tenant_id, t.weight, t.max_in_flight,
+            (SELECT count(*)::int FROM jobs f WHERE f.tenant_id = t.id AND f.status IN ('dispatched', 'running')) AS in_flight
+       FROM tenants t WHERE t.id = ANY($1::uuid[])`,
+    [tenantIds],
+  );
+  return rows;
+}

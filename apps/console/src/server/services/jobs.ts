@@ -13,6 +13,8 @@ export interface JobServiceDeps {
   admit: Admit;
   allowedCidrs: readonly Cidr[];
   idempotencyTtlMs: number;
+  /** After commit: tell the scheduler's due index (best effort; its reconciliation covers a miss). */
+  noteDue: (shard: number, tenantId: string, dueAtMs: number) => Promise<void>;
 }
 
 export interface CreateItem {
@@ -126,6 +128,9 @@ export async function createJobs(
       );
     }
   }
+  const created = outcomes.flatMap((o) => (o && "job" in o && o.status === 201 ? [Date.parse(o.job.dueAt)] : []));
+  // Not awaited: the answer must not wait for Redis (a slow or absent index only delays dispatch).
+  if (created.length) void deps.noteDue(tenant.shard, tenant.id, Math.min(...created)).catch(() => {});
   return { outcomes: outcomes.map((o) => o!), admission };
 }
 

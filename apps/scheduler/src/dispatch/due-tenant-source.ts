@@ -1,0 +1,113 @@
+import type pg from "pg";
+import type { DueIndex } from "@tick/due-index";
+import { sql } from "@tick/db";
+import type { Logger } from "@tick/runtime";
+import type { SchedulerMetrics } from "../metrics.js";
+
+export type DueSourceMode = "index" | "polling";
+
+export interface DueTenants {
+  tenants: sql.DueTenant[];
+  mode: DueSourceMode;
+  /** Index generation per tenant, read before the claim (index mode only). */
+  generations: Map<string, string>;
+}
+
+/**
+ * Where the dispatcher learns which tenants have due work: the Redis due index when the shard's index
+ * is built and Redis answers (fast path), else Postgres directly (polling fallback, S9) while the
+ * index is rebuilt from Postgres one bounded batch per round. A periodic reconciliation compares the
+ * two and repairs the index.
+ */
+export class DueTenantSource {
+  private readonly rebuilds = new Map<number, { token: string; cursor: string | null }>();
+  private lastRedisWarning = 0;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly index: DueIndex,
+    private readonly config: { rebuildBatch: number; maxTenants: number },
+    private readonly logger: Logger,
+    private readonly metrics: SchedulerMetrics,
+  ) {}
+
+  async find(shard: number): Promise<DueTenants> {
+    try {
+      if (await this.index.isBuilt(shard)) {
+        const ids = await this.index.dueTenants(shard, this.config.maxTenants);
+        const generations = new Map<string, string>();
+        await Promise.all(ids.map(async (id) => generations.set(id, await this.index.generation(shard, id))));
+        this.metrics.dueIndexMode.set({ shard: String(shard) }, 1);
+        return { tenants: await sql.tenantDispatchInfo(this.pool, ids), mode: "index", generations };
+      }
+      await this.rebuildStep(shard);
+    } catch (err) {
+      this.warnRedis(err);
+    }
+    this.metrics.dueIndexMode.set({ shard: String(shard) }, 0);
+    this.metrics.pollingRounds.inc({ shard: String(shard) });
+    return { tenants: await sql.findDueTenants(this.pool, shard, this.config.maxTenants), mode: "polling", generations: new Map() };
+  }
+
+  /**
+   * After a claim committed: a tenant whose due jobs ran out gets its next due time in the index, unless
+   * a writer noted a new job for it meanwhile (then the writer's lower score stands).
+   */
+  async settle(shard: number, tenantId: string, generation: string): Promise<void> {
+    try {
+      const next = await sql.nextDueAt(this.pool, shard, tenantId);
+      await this.index.settle(shard, tenantId, generation, next ? next.getTime() : null);
+    } catch (err) {
+      this.warnRedis(err);
+    }
+  }
+
+  /** Tenants Postgres says are due but the index does not list: put them back (and count the repair). */
+  async reconcile(shard: number): Promise<number> {
+    try {
+      if (!(await this.index.isBuilt(shard))) return 0;
+      const inPostgres = await sql.findDueTenants(this.pool, shard, this.config.maxTenants);
+      const inIndex = new Set(await this.index.dueTenants(shard, this.config.maxTenants * 10, 0));
+      let repaired = 0;
+      for (const t of inPostgres) {
+        if (inIndex.has(t.tenant_id)) continue;
+        const next = await sql.nextDueAt(this.pool, shard, t.tenant_id);
+        if (next) await this.index.noteDue(shard, t.tenant_id, next.getTime());
+        repaired++;
+      }
+      if (repaired) {
+        this.metrics.dueIndexRepairs.inc({ shard: String(shard) }, repaired);
+        this.logger.warn({ shard, repaired }, "due index was missing due tenants; repaired");
+      }
+      return repaired;
+    } catch (err) {
+      this.warnRedis(err);
+      return 0;
+    }
+  }
+
+  private async rebuildStep(shard: number): Promise<void> {
+    let state = this.rebuilds.get(shard);
+    if (!state) {
+      state = { token: await this.index.beginRebuild(shard), cursor: null };
+      this.rebuilds.set(shard, state);
+      this.logger.info({ shard }, "due index missing: rebuilding from Postgres, polling Postgres meanwhile");
+    }
+    const page = await sql.scheduledTenantsPage(this.pool, shard, state.cursor, this.config.rebuildBatch);
+    for (const row of page) await this.index.noteDue(shard, row.tenant_id, row.next_due_at.getTime());
+    state.cursor = page.at(-1)?.tenant_id ?? state.cursor;
+    if (page.length < this.config.rebuildBatch) {
+      this.rebuilds.delete(shard);
+      if (await this.index.finishRebuild(shard, state.token)) {
+        this.metrics.dueIndexRebuilds.inc({ shard: String(shard) });
+        this.logger.info({ shard }, "due index rebuilt");
+      }
+    }
+  }
+
+  private warnRedis(err: unknown): void {
+    if (Date.now() - this.lastRedisWarning < 10_000) return;
+    this.lastRedisWarning = Date.now();
+    this.logger.warn({ err: (err as Error).message }, "due index unavailable: polling Postgres");
+  }
+}

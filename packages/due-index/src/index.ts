@@ -1,0 +1,117 @@
+import type { Redis } from "ioredis";
+
+/**
+ * The Redis due-time index (the fast path; S9). Per shard, one sorted set maps each tenant with
+ * scheduled work to the instant (ms) its earliest job is due, and one hash holds a write generation
+ * per tenant. It only says where to look: every candidate is still claimed conditionally in Postgres.
+ * It is disposable: a `built` marker per shard is set after a full rebuild from Postgres; if the
+ * marker is missing (flush, restart, failover) the scheduler polls Postgres and rebuilds.
+ *
+ * Writers (job creation, retries, replays) call noteDue after their commit: it lowers the tenant's
+ * score (never raises it) and bumps the tenant's generation. The dispatcher, after claiming for a
+ * tenant, raises the score to the tenant's next due time only if no writer touched the tenant since it
+ * read the generation, so a job created meanwhile is never hidden behind a later score.
+ */
+const NOTE_DUE = `
+redis.call('ZADD', KEYS[1], 'LT', ARGV[2], ARGV[1])
+redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
+return 1
+`;
+
+const SETTLE = `
+local gen = redis.call('HGET', KEYS[2], ARGV[1])
+if (gen or '0') ~= ARGV[2] then return 0 end
+if ARGV[3] == '' then
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  redis.call('HDEL', KEYS[2], ARGV[1])
+else
+  redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
+end
+return 1
+`;
+
+// Uses Redis' own clock, so callers never compare their clock with another node's (S13).
+const DUE_TENANTS = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now + tonumber(ARGV[1]), 'LIMIT', 0, tonumber(ARGV[2]))
+`;
+
+const FINISH_REBUILD = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('SET', KEYS[2], ARGV[1])
+return 1
+`;
+
+type Scripts = Redis & {
+  tickFinishRebuild(rebuilding: string, built: string, token: string): Promise<number>;
+  tickNoteDue(zset: string, gens: string, tenant: string, dueMs: number): Promise<number>;
+  tickSettleDue(zset: string, gens: string, tenant: string, gen: string, nextMs: string): Promise<number>;
+  tickDueTenants(zset: string, leewayMs: number, limit: number): Promise<string[]>;
+};
+
+export interface DueIndexOptions {
+  redis: Redis;
+  prefix: string;
+}
+
+export function createDueIndex({ redis, prefix }: DueIndexOptions) {
+  const r = redis as Scripts;
+  if (typeof r.tickNoteDue !== "function") {
+    r.defineCommand("tickNoteDue", { numberOfKeys: 2, lua: NOTE_DUE });
+    r.defineCommand("tickSettleDue", { numberOfKeys: 2, lua: SETTLE });
+    r.defineCommand("tickDueTenants", { numberOfKeys: 1, lua: DUE_TENANTS });
+    r.defineCommand("tickFinishRebuild", { numberOfKeys: 2, lua: FINISH_REBUILD });
+  }
+  const keys = (shard: number) => ({
+    zset: `${prefix}:due:${shard}:tenants`,
+    gens: `${prefix}:due:${shard}:gen`,
+    built: `${prefix}:due:${shard}:built`,
+    rebuilding: `${prefix}:due:${shard}:rebuilding`,
+  });
+
+  return {
+    /** After a commit that made a job of this tenant due at `dueAtMs` (or later). */
+    async noteDue(shard: number, tenantId: string, dueAtMs: number): Promise<void> {
+      const k = keys(shard);
+      await r.tickNoteDue(k.zset, k.gens, tenantId, Math.floor(dueAtMs));
+    },
+    /** Tenants whose earliest job is due now (by Redis' clock, plus `leewayMs`). */
+    async dueTenants(shard: number, limit: number, leewayMs = 0): Promise<string[]> {
+      return r.tickDueTenants(keys(shard).zset, leewayMs, limit);
+    },
+    /** Read before asking Postgres for the tenant's next due time. */
+    async generation(shard: number, tenantId: string): Promise<string> {
+      return (await redis.hget(keys(shard).gens, tenantId)) ?? "0";
+    },
+    /** Sets the tenant's next due time (null: nothing scheduled) unless a writer touched it since `generation`. */
+    async settle(shard: number, tenantId: string, generation: string, nextDueMs: number | null): Promise<boolean> {
+      const k = keys(shard);
+      return (await r.tickSettleDue(k.zset, k.gens, tenantId, generation, nextDueMs === null ? "" : String(Math.floor(nextDueMs)))) === 1;
+    },
+    async isBuilt(shard: number): Promise<boolean> {
+      return (await redis.exists(keys(shard).built)) === 1;
+    },
+    /** Starts a rebuild; the token proves at the end that nothing (a flush) wiped Redis meanwhile. */
+    async beginRebuild(shard: number): Promise<string> {
+      const token = `${Date.now()}-${Math.random().toString(36).slice(2)}`;
+      await redis.set(keys(shard).rebuilding, token);
+      return token;
+    },
+    /** Marks the shard's index complete, unless Redis lost the rebuild's marker (then rebuild again). */
+    async finishRebuild(shard: number, token: string): Promise<boolean> {
+      const k = keys(shard);
+      return (await r.tickFinishRebuild(k.rebuilding, k.built, token)) === 1;
+    },
+    /** Every tenant in the index of a shard with its score (for reconciliation). */
+    async entries(shard: number): Promise<Map<string, number>> {
+      const flat = await redis.zrange(keys(shard).zset, 0, -1, "WITHSCORES");
+      const out = new Map<string, number>();
+      for (let i = 0; i < flat.length; i += 2) out.set(flat[i]!, Number(flat[i + 1]));
+      return out;
+    },
+  };
+}
+
+export type DueIndex = ReturnType<typeof createDueIndex>;
