@@ -1,6 +1,6 @@
 import os from "node:os";
 import { z } from "zod";
-import { durationSchema } from "@tick/core";
+import { durationSchema, parseCidrList } from "@tick/core";
 import { baseEnvShape, parseEnv, port, positiveInt } from "@tick/runtime";
 
 export const workerEnvSchema = z
@@ -17,6 +17,24 @@ export const workerEnvSchema = z
     /** Heartbeat renewing the lease; at most a third of the TTL so two missed beats still keep it. */
     WORKER_HEARTBEAT_INTERVAL: durationSchema.default(10_000),
     WORKER_DB_POOL_SIZE: positiveInt.default(10),
+    /** Response bytes kept from a target (the rest is read and dropped). */
+    WORKER_MAX_RESPONSE_BYTES: positiveInt.default(65_536),
+    /** On SIGTERM, how long in-flight attempts may take to finish before the process stops anyway. */
+    WORKER_SHUTDOWN_GRACE: durationSchema.default(10_000),
+    /** Non-public ranges targets may use (same setting as the console's; re-checked at connect time). */
+    TICK_SSRF_ALLOWED_CIDRS: z
+      .string()
+      .default("")
+      .transform((text, ctx) => {
+        try {
+          return parseCidrList(text);
+        } catch (err) {
+          ctx.addIssue({ code: "custom", message: (err as Error).message });
+          return z.NEVER;
+        }
+      }),
+    /** Test only: fault points (see packages/runtime/src/fault-points.ts). */
+    TICK_FAULT_POINTS: z.string().optional(),
   })
   .refine((env) => env.WORKER_HEARTBEAT_INTERVAL * 3 <= env.WORKER_LEASE_TTL, {
     message: "must be at most a third of WORKER_LEASE_TTL",

@@ -1,6 +1,7 @@
 import { createPool } from "@tick/db";
-import { createRedis, runService, storeLifecycle } from "@tick/runtime";
+import { createRedis, parseFaultPoints, runService, storeLifecycle } from "@tick/runtime";
 import { loadWorkerEnv } from "./env.js";
+import { createAttemptWorker } from "./worker.js";
 
 // Composition root: the only place that reads process.env and wires instances.
 void runService({
@@ -8,11 +9,37 @@ void runService({
   rawEnv: process.env,
   loadEnv: loadWorkerEnv,
   healthPort: (env) => env.WORKER_HEALTH_PORT,
-  start: async ({ env, logger }) => {
+  start: async ({ env, logger, registry }) => {
     const pool = createPool(env.DATABASE_URL, { max: env.WORKER_DB_POOL_SIZE, applicationName: `tick-worker ${env.WORKER_ID}` });
     const redis = createRedis(env.REDIS_URL, logger);
+    const indexRedis = createRedis(env.REDIS_URL, logger, { failFast: true, commandTimeoutMs: 500 });
+    const worker = createAttemptWorker({
+      pool,
+      redis,
+      indexRedis,
+      logger,
+      registry,
+      faults: parseFaultPoints(env.TICK_FAULT_POINTS),
+      config: {
+        id: env.WORKER_ID,
+        redisPrefix: env.TICK_REDIS_PREFIX,
+        concurrency: env.WORKER_CONCURRENCY,
+        leaseMs: env.WORKER_LEASE_TTL,
+        heartbeatMs: env.WORKER_HEARTBEAT_INTERVAL,
+        allowedCidrs: env.TICK_SSRF_ALLOWED_CIDRS,
+        maxResponseBytes: env.WORKER_MAX_RESPONSE_BYTES,
+        shutdownGraceMs: env.WORKER_SHUTDOWN_GRACE,
+      },
+    });
+    worker.start();
+    const stores = storeLifecycle(pool, redis);
     return {
-      ...storeLifecycle(pool, redis),
+      checks: stores.checks,
+      stop: [
+        { name: "stop taking messages, drain in-flight attempts", run: () => worker.stop() },
+        { name: "close due-index redis", run: () => void indexRedis.disconnect() },
+        ...stores.stop,
+      ],
       info: { workerId: env.WORKER_ID, concurrency: env.WORKER_CONCURRENCY, region: env.TICK_REGION },
     };
   },

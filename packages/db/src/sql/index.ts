@@ -5,3 +5,4 @@ export * from "./shard-leases.js";
 export * from "./dispatch.js";
 export * from "./outbox.js";
 export * from "./reaper.js";
+export * from "./attempts.js";

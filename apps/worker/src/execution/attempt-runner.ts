@@ -1,0 +1,166 @@
+import type pg from "pg";
+import { attemptMessageSchema, classifyHttpOutcome, computeBackoffMs, decideAfterFailure, type AttemptMessage } from "@tick/core";
+import { sql } from "@tick/db";
+import type { FaultPoints, Logger } from "@tick/runtime";
+import type { WorkerMetrics } from "../metrics.js";
+import type { HttpCaller, HttpCallResult } from "./http-call.js";
+
+export interface AttemptRunnerConfig {
+  workerId: string;
+  leaseMs: number;
+  heartbeatMs: number;
+}
+
+export interface AttemptRunnerDeps {
+  pool: pg.Pool;
+  http: HttpCaller;
+  logger: Logger;
+  metrics: WorkerMetrics;
+  faults: FaultPoints;
+  /** After a retry commits: tell the due index (best effort). */
+  noteDue: (shard: number, tenantId: string, dueAtMs: number) => Promise<void>;
+  random?: () => number;
+}
+
+export type RunOutcome =
+  | { kind: "discarded"; reason: string }
+  | { kind: "lease_lost" }
+  | { kind: "completed"; status: string }
+  | { kind: "late_completion" };
+
+function decide(started: sql.StartedAttempt, result: HttpCallResult, now: Date, random: () => number): { decision: sql.AttemptDecision; outcome: string; error: unknown; result: unknown } {
+  if (result.blocked) {
+    return { decision: { kind: "dead" }, outcome: "non_retryable", error: { kind: "target_not_allowed", message: result.blocked }, result: null };
+  }
+  const classified = classifyHttpOutcome({
+    status: result.status,
+    timedOut: result.timedOut,
+    networkError: result.networkError !== undefined,
+    retryAfterHeader: result.retryAfter ?? undefined,
+    now,
+  });
+  if (classified.kind === "success") {
+    return { decision: { kind: "succeeded" }, outcome: "success", error: null, result: { status: result.status, body: result.body ?? "" } };
+  }
+  const error = {
+    kind: classified.kind,
+    status: result.status ?? null,
+    message: result.networkError ?? (result.timedOut ? "timed out" : `HTTP ${result.status}`),
+    body: result.body?.slice(0, 2048) ?? null,
+  };
+  const retryable = classified.kind !== "non_retryable";
+  let delay = computeBackoffMs(started.backoff, started.attempt_count, random);
+  if (classified.kind === "retry_after") delay = Math.max(delay, classified.retryAfterMs);
+  const verdict = decideAfterFailure({
+    attemptCount: started.attempt_count,
+    maxAttempts: started.max_attempts,
+    retryable,
+    nextDueAt: new Date(now.getTime() + delay),
+    expiresAt: started.expires_at,
+  });
+  const decision: sql.AttemptDecision = verdict === "retry" ? { kind: "retry", dueInMs: delay } : verdict === "fail" ? { kind: "dead" } : { kind: "expired" };
+  return { decision, outcome: classified.kind, error, result: null };
+}
+
+/**
+ * Runs one dispatch message: the pre-execution check and start (S15), the HTTP call under a lease
+ * renewed by heartbeat (aborted if a renewal is refused: S7), then a completion fenced on the attempt's
+ * fencing token and the job's version. Every attempt carries the job's stable Idempotency-Key (S6).
+ */
+export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, raw: unknown): Promise<RunOutcome> {
+  const { pool, logger, metrics } = deps;
+  const parsed = attemptMessageSchema.safeParse(raw);
+  if (!parsed.success) {
+    metrics.discarded.inc({ reason: "malformed" });
+    logger.error({ issues: parsed.error.issues }, "malformed dispatch message discarded");
+    return { kind: "discarded", reason: "malformed" };
+  }
+  const msg: AttemptMessage = parsed.data;
+  const started = await sql.startAttempt(pool, { attemptId: msg.attemptId, jobId: msg.jobId, version: msg.version, workerId: config.workerId, leaseMs: config.leaseMs });
+  if (!started) {
+    const reason = await sql.explainUnstartable(pool, msg.attemptId, msg.jobId, msg.version);
+    metrics.discarded.inc({ reason });
+    logger.info({ jobId: msg.jobId, attemptId: msg.attemptId, tenantId: msg.tenantId, reason }, "dispatch message discarded");
+    return { kind: "discarded", reason };
+  }
+  const context = { jobId: msg.jobId, attemptId: msg.attemptId, tenantId: started.tenant_id, attempt: started.attempt_number, fencingToken: started.fencing_token };
+
+  // Heartbeat: renew well before the lease ends; if a renewal is refused, or none succeeds before the
+  // lease would have ended, stop the call: another worker may own this job now.
+  const abort = new AbortController();
+  let leaseDeadline = performance.now() + config.leaseMs;
+  let leaseLost = false;
+  const beat = setInterval(() => {
+    const sentAt = performance.now();
+    sql
+      .renewAttemptLease(pool, msg.attemptId, config.leaseMs)
+      .then((until) => {
+        if (until) leaseDeadline = sentAt + config.leaseMs;
+        else {
+          leaseLost = true;
+          abort.abort(new Error("lease lost"));
+        }
+      })
+      .catch(() => {
+        if (performance.now() > leaseDeadline) {
+          leaseLost = true;
+          abort.abort(new Error("lease expired while the database was unreachable"));
+        }
+      });
+  }, config.heartbeatMs);
+
+  let result: HttpCallResult;
+  try {
+    result = await deps.http.call({
+      method: started.method,
+      url: started.url,
+      headers: {
+        ...started.headers,
+        "idempotency-key": started.idempotency_key ?? `tick-job-${started.job_id}`,
+        "tick-job-id": started.job_id,
+        "tick-attempt-id": msg.attemptId,
+        "tick-attempt-number": String(started.attempt_number),
+        "tick-fencing-token": started.fencing_token,
+        "user-agent": "tick-scheduler/1",
+        ...(started.body !== null && !Object.keys(started.headers).some((h) => h.toLowerCase() === "content-type") ? { "content-type": "application/json" } : {}),
+      },
+      body: started.body,
+      timeoutMs: started.timeout_ms,
+      signal: abort.signal,
+    });
+  } finally {
+    clearInterval(beat);
+  }
+  if (leaseLost || result.aborted) {
+    metrics.leaseLost.inc();
+    logger.warn(context, "attempt abandoned: lease lost (the reaper retries the job)");
+    return { kind: "lease_lost" };
+  }
+  deps.faults.hit("worker.after-call-before-complete");
+
+  const now = new Date();
+  const { decision, outcome, error, result: jobResult } = decide(started, result, now, deps.random ?? Math.random);
+  const completion = await sql.completeAttempt(pool, {
+    attemptId: msg.attemptId,
+    jobId: msg.jobId,
+    version: started.version,
+    fencingToken: started.fencing_token,
+    outcome,
+    decision,
+    httpStatus: result.status ?? null,
+    error,
+    result: jobResult,
+    durationMs: result.durationMs,
+  });
+  if (!completion.won) {
+    metrics.lateCompletions.inc();
+    logger.warn(context, "late completion refused: the attempt's lease was taken over (duplicate signal recorded)");
+    return { kind: "late_completion" };
+  }
+  metrics.completed.inc({ status: completion.status ?? decision.kind });
+  if (completion.status === "scheduled" && completion.dueAt) {
+    await deps.noteDue(started.shard, started.tenant_id, completion.dueAt.getTime()).catch(() => {});
+  }
+  logger.info({ ...context, status: completion.status, outcome, httpStatus: result.status, durationMs: result.durationMs }, "attempt completed");
+  return { kind: "completed", status: completion.status ?? decision.kind };
+}

@@ -1,0 +1,94 @@
+import { lookup as dnsLookup, type LookupAddress } from "node:dns";
+import { Agent, request } from "undici";
+import { isAddressAllowed, type Cidr } from "@tick/core";
+
+export interface HttpCallResult {
+  status?: number;
+  retryAfter?: string | null;
+  /** First bytes of the response body (for the job's result or error). */
+  body?: string;
+  timedOut?: boolean;
+  aborted?: boolean;
+  networkError?: string;
+  /** The address was refused at connect time (SSRF: DNS changed since creation). */
+  blocked?: string;
+  durationMs: number;
+}
+
+export interface HttpCaller {
+  call(req: { method: string; url: string; headers: Record<string, string>; body: string | null; timeoutMs: number; signal: AbortSignal }): Promise<HttpCallResult>;
+  close(): Promise<void>;
+}
+
+class BlockedAddress extends Error {}
+
+/**
+ * HTTP for job targets. The SSRF check runs again inside the connection's DNS lookup, so the address
+ * actually connected to is the one checked (a name that resolved publicly at creation and privately
+ * now is refused). Responses are read up to `maxResponseBytes`.
+ */
+export function createHttpCaller(options: { allowedCidrs: readonly Cidr[]; maxResponseBytes: number; connections?: number }): HttpCaller {
+  const guardedLookup = (hostname: string, opts: object, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void) => {
+    dnsLookup(hostname, { ...opts, all: true }, (err, addresses) => {
+      if (err) return callback(err, []);
+      const list = addresses as LookupAddress[];
+      for (const a of list) {
+        const verdict = isAddressAllowed(a.address, options.allowedCidrs);
+        if (!verdict.ok) return callback(Object.assign(new BlockedAddress(verdict.reason), { code: "ETICKBLOCKED" }), []);
+      }
+      const all = (opts as { all?: boolean }).all;
+      if (all) callback(null, list);
+      else callback(null, list[0]!.address, list[0]!.family);
+    });
+  };
+  const agent = new Agent({ connect: { lookup: guardedLookup as never }, connections: options.connections ?? 256, keepAliveTimeout: 10_000 });
+
+  return {
+    async call(req) {
+      const started = performance.now();
+      const timeout = AbortSignal.timeout(req.timeoutMs);
+      const signal = AbortSignal.any([timeout, req.signal]);
+      // A literal IP never goes through DNS: check it here.
+      const host = new URL(req.url).hostname.replace(/^\[|\]$/g, "");
+      if (/^[\d.]+$|:/.test(host)) {
+        const verdict = isAddressAllowed(host, options.allowedCidrs);
+        if (!verdict.ok) return { blocked: verdict.reason, durationMs: 0 };
+      }
+      try {
+        const res = await request(req.url, {
+          method: req.method as "POST",
+          headers: req.headers,
+          body: req.body ?? undefined,
+          signal,
+          dispatcher: agent,
+          maxRedirections: 0,
+        } as Parameters<typeof request>[1]);
+        let body = "";
+        let size = 0;
+        for await (const chunk of res.body) {
+          size += (chunk as Buffer).length;
+          if (body.length < options.maxResponseBytes) body += (chunk as Buffer).toString("utf8");
+          if (size > options.maxResponseBytes) {
+            res.body.destroy();
+            break;
+          }
+        }
+        const retryAfter = res.headers["retry-after"];
+        return {
+          status: res.statusCode,
+          retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : (retryAfter ?? null),
+          body: body.slice(0, options.maxResponseBytes),
+          durationMs: Math.round(performance.now() - started),
+        };
+      } catch (err) {
+        const durationMs = Math.round(performance.now() - started);
+        const cause = (err as { cause?: unknown }).cause ?? err;
+        if ((cause as { code?: string }).code === "ETICKBLOCKED" || cause instanceof BlockedAddress) return { blocked: (cause as Error).message, durationMs };
+        if (req.signal.aborted) return { aborted: true, durationMs };
+        if (timeout.aborted) return { timedOut: true, durationMs };
+        return { networkError: (err as Error).message, durationMs };
+      }
+    },
+    close: () => agent.close(),
+  };
+}

@@ -1,0 +1,88 @@
+import type pg from "pg";
+import { Worker } from "bullmq";
+import type { Redis } from "ioredis";
+import type { Registry } from "prom-client";
+import { ATTEMPT_QUEUE, type Cidr } from "@tick/core";
+import { createDueIndex } from "@tick/due-index";
+import { NO_FAULTS, type FaultPoints, type Logger } from "@tick/runtime";
+import { runAttempt } from "./execution/attempt-runner.js";
+import { createHttpCaller } from "./execution/http-call.js";
+import { createWorkerMetrics } from "./metrics.js";
+
+export interface WorkerConfig {
+  id: string;
+  redisPrefix: string;
+  concurrency: number;
+  leaseMs: number;
+  heartbeatMs: number;
+  allowedCidrs: readonly Cidr[];
+  maxResponseBytes: number;
+  shutdownGraceMs: number;
+}
+
+export interface WorkerDeps {
+  pool: pg.Pool;
+  /** BullMQ connection (maxRetriesPerRequest: null). */
+  redis: Redis;
+  /** Fail-fast connection for the due index. */
+  indexRedis: Redis;
+  logger: Logger;
+  registry: Registry;
+  config: WorkerConfig;
+  faults?: FaultPoints;
+}
+
+/** Consumes dispatch messages from BullMQ and runs each as one attempt. */
+export function createAttemptWorker(deps: WorkerDeps) {
+  const { pool, logger, config } = deps;
+  const metrics = createWorkerMetrics(deps.registry);
+  const http = createHttpCaller({ allowedCidrs: config.allowedCidrs, maxResponseBytes: config.maxResponseBytes, connections: config.concurrency });
+  const dueIndex = createDueIndex({ redis: deps.indexRedis, prefix: config.redisPrefix });
+  const runnerDeps = {
+    pool,
+    http,
+    logger,
+    metrics,
+    faults: deps.faults ?? NO_FAULTS,
+    noteDue: (shard: number, tenantId: string, dueAtMs: number) => dueIndex.noteDue(shard, tenantId, dueAtMs),
+  };
+  const runnerConfig = { workerId: config.id, leaseMs: config.leaseMs, heartbeatMs: config.heartbeatMs };
+
+  let worker: Worker | undefined;
+  return {
+    metrics,
+    /** Runs one message directly (tests). */
+    run: (data: unknown) => runAttempt(runnerDeps, runnerConfig, data),
+    start() {
+      worker = new Worker(ATTEMPT_QUEUE, (job) => runAttempt(runnerDeps, runnerConfig, job.data), {
+        connection: deps.redis,
+        prefix: `${config.redisPrefix}:bull`,
+        concurrency: config.concurrency,
+        // Retries and lost workers are handled in Postgres (leases, reaper); a stalled message that
+        // BullMQ hands out again is recognised by its attempt ID and discarded.
+        maxStalledCount: 1,
+      });
+      let lastError = 0;
+      worker.on("error", (err) => {
+        if (Date.now() - lastError < 10_000) return;
+        lastError = Date.now();
+        logger.warn({ err: err.message }, "broker connection error");
+      });
+      worker.on("failed", (job, err) => logger.error({ err, messageId: job?.id }, "attempt message handler failed"));
+    },
+    /** Stops taking messages, lets in-flight attempts finish within the grace period, then closes. */
+    async stop() {
+      if (worker) {
+        const closing = worker.close();
+        const timedOut = await Promise.race([closing.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), config.shutdownGraceMs).unref())]);
+        if (timedOut) {
+          logger.warn({ graceMs: config.shutdownGraceMs }, "in-flight attempts did not finish in time; their leases will expire and the reaper retries them");
+          await worker.close(true);
+        }
+      }
+      await http.close();
+    },
+  };
+}
+
+export type AttemptWorker = ReturnType<typeof createAttemptWorker>;

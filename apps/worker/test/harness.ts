@@ -1,0 +1,133 @@
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { Redis } from "ioredis";
+import type pg from "pg";
+import { createDueIndex } from "@tick/due-index";
+import { createPool, shardForTenant, sql } from "@tick/db";
+import { createTestDatabase, testServerUrl, type TestDatabase } from "@tick/db/testing";
+import { createTestRedis, startProcess, waitFor, type RunningProcess, type TestRedis } from "@tick/testing";
+
+const appsDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+let nextPort = 19_400 + Math.floor(Math.random() * 500) * 2;
+
+export interface ProcessWorld {
+  db: TestDatabase;
+  pool: pg.Pool;
+  redis: TestRedis;
+  startScheduler(env?: Record<string, string>): Promise<RunningProcess & { healthPort: number }>;
+  startWorker(env?: Record<string, string>): Promise<RunningProcess & { healthPort: number }>;
+  createTenant(): Promise<{ id: string; queueId: string; shard: number }>;
+  /** Creates a job as the API would (row, then the due-index note), due now. */
+  createJob(tenant: { id: string; queueId: string; shard: number }, url: string, options?: { maxAttempts?: number; idempotencyKey?: string }): Promise<string>;
+  job(id: string): Promise<{ status: string; attempt_count: number; version: number }>;
+  attempts(jobId: string): Promise<{ id: string; status: string; fencing_token: string; late_completions: number }[]>;
+  close(): Promise<void>;
+}
+
+const FAST = {
+  LOG_LEVEL: "warn",
+  TICK_SHARDS: "4",
+  SCHEDULER_LEASE_TTL: "2s",
+  SCHEDULER_LEASE_RENEW_INTERVAL: "500ms",
+  SCHEDULER_DISPATCH_INTERVAL: "50ms",
+  SCHEDULER_REAPER_INTERVAL: "200ms",
+  SCHEDULER_LEASE_GRACE: "0ms",
+  SCHEDULER_RECONCILE_INTERVAL: "1s",
+  WORKER_LEASE_TTL: "1500ms",
+  WORKER_HEARTBEAT_INTERVAL: "500ms",
+  TICK_SSRF_ALLOWED_CIDRS: "127.0.0.0/8",
+};
+
+export async function createProcessWorld(): Promise<ProcessWorld> {
+  const db = await createTestDatabase(testServerUrl());
+  const pool = createPool(db.url, { max: 5 });
+  const redis = createTestRedis();
+  const indexRedis = new Redis(redis.url);
+  const dueIndex = createDueIndex({ redis: indexRedis, prefix: redis.prefix });
+  const processes: RunningProcess[] = [];
+  const baseEnv = { ...process.env, ...FAST, DATABASE_URL: db.url, REDIS_URL: redis.url, TICK_REDIS_PREFIX: redis.prefix };
+
+  const start = async (app: "scheduler" | "worker", env: Record<string, string>) => {
+    const healthPort = nextPort++;
+    const portVar = app === "scheduler" ? "SCHEDULER_HEALTH_PORT" : "WORKER_HEALTH_PORT";
+    const proc = startProcess(process.execPath, [path.join(appsDir, app, "dist/main.js")], {
+      env: { ...baseEnv, [portVar]: String(healthPort), ...env },
+    });
+    processes.push(proc);
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => null))?.ok, {
+      timeoutMs: 30_000,
+      description: `${app} ready (output: ${proc.output().slice(-400)})`,
+    });
+    return Object.assign(proc, { healthPort });
+  };
+
+  return {
+    db,
+    pool,
+    redis,
+    startScheduler: (env = {}) => start("scheduler", env),
+    startWorker: (env = {}) => start("worker", env),
+    async createTenant() {
+      const id = crypto.randomUUID();
+      const shard = shardForTenant(id, 4);
+      await pool.query(`INSERT INTO tenants (id, slug, name, shard, updated_at) VALUES ($1, $2, $2, $3, now())`, [id, `t-${id.slice(0, 8)}`, shard]);
+      const { rows } = await pool.query<{ id: string }>(`INSERT INTO queues (id, tenant_id, name, updated_at) VALUES (gen_random_uuid(), $1, 'default', now()) RETURNING id`, [id]);
+      return { id, queueId: rows[0]!.id, shard };
+    },
+    async createJob(tenant, url, options = {}) {
+      const [row] = await sql.insertJobs(pool, tenant, [
+        {
+          id: crypto.randomUUID(),
+          queue_id: tenant.queueId,
+          run_at: null,
+          delay_ms: 0,
+          expires_at: null,
+          priority: 0,
+          idempotency_key: options.idempotencyKey ?? null,
+          request_hash: options.idempotencyKey ? "test" : null,
+          method: "POST",
+          url,
+          headers: {},
+          body: "{}",
+          timeout_ms: 30_000,
+          max_attempts: options.maxAttempts ?? 5,
+          backoff: { strategy: "fixed", baseMs: 100, maxMs: 100, jitter: "none" },
+          dependency_key: null,
+          callback_url: null,
+          metadata: {},
+        },
+      ], 86_400_000);
+      await dueIndex.noteDue(tenant.shard, tenant.id, row!.due_at.getTime());
+      return row!.id;
+    },
+    async job(id) {
+      return (await pool.query(`SELECT status, attempt_count, version FROM jobs WHERE id = $1`, [id])).rows[0];
+    },
+    async attempts(jobId) {
+      return (await pool.query(`SELECT id, status, fencing_token::text, late_completions FROM attempts WHERE job_id = $1 ORDER BY fencing_token`, [jobId])).rows;
+    },
+    async close() {
+      for (const p of processes) {
+        try {
+          p.child.kill("SIGCONT");
+        } catch {
+          // already gone
+        }
+        await p.stop(5_000);
+      }
+      indexRedis.disconnect();
+      await pool.end();
+      await redis.cleanup().catch(() => {});
+      await db.drop();
+    },
+  };
+}
+
+/** Sum of a Prometheus counter from a process's /metrics. */
+export async function metricValue(healthPort: number, name: string): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${healthPort}/metrics`)).text();
+  return text
+    .split("\n")
+    .filter((l) => l.startsWith(name))
+    .reduce((sum, l) => sum + Number(l.split(" ").pop()), 0);
+}

@@ -1,0 +1,161 @@
+// Worker-side hot path (S1, S5, S7, S15): start an attempt under a lease, renew it, complete it.
+// Each is one conditional statement; a lost race is a normal result (null / false), not an error.
+import type pg from "pg";
+import { inTransaction, type Queryable } from "./types.js";
+
+export interface StartedAttempt {
+  job_id: string;
+  tenant_id: string;
+  shard: number;
+  /** Job version after the start (completion is conditional on it). */
+  version: number;
+  fencing_token: string;
+  attempt_number: number;
+  attempt_count: number;
+  max_attempts: number;
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body: string | null;
+  timeout_ms: number;
+  idempotency_key: string | null;
+  schedule_id: string | null;
+  occurrence_at: Date | null;
+  backoff: { strategy: "exponential" | "fixed"; baseMs: number; maxMs: number; jitter: "full" | "none" };
+  expires_at: Date | null;
+  dependency_key: string | null;
+  lease_expires_at: Date;
+}
+
+/**
+ * dispatched → running, only if the job is still dispatched at the version the message carries with
+ * this attempt as its current one, and the attempt has not started (S15: a cancelled or re-dispatched
+ * job, or a duplicate message, matches nothing). Sets the lease in database time. The job row is locked
+ * before the attempt row, the same order as cancel, so the two never deadlock.
+ */
+export async function startAttempt(
+  pool: pg.Pool,
+  args: { attemptId: string; jobId: string; version: number; workerId: string; leaseMs: number },
+): Promise<StartedAttempt | null> {
+  return inTransaction(pool, async (client) => {
+    const job = await client.query<Omit<StartedAttempt, "attempt_number" | "lease_expires_at">>(
+      `UPDATE jobs SET status = 'running', version = version + 1, attempt_count = attempt_count + 1, updated_at = now()
+        WHERE id = $2 AND status = 'dispatched' AND version = $3 AND current_attempt_id = $1
+        RETURNING id AS job_id, tenant_id, shard, version, fencing_token::text, attempt_count, max_attempts, method, url, headers,
+                  body, timeout_ms, idempotency_key, schedule_id, occurrence_at, backoff, expires_at, dependency_key`,
+      [args.attemptId, args.jobId, args.version],
+    );
+    if (!job.rows[0]) return null;
+    const attempt = await client.query<{ number: number; lease_expires_at: Date }>(
+      `UPDATE attempts SET status = 'running', worker_id = $2, started_at = now(), heartbeat_at = now(),
+              lease_expires_at = now() + make_interval(secs => $3 / 1000.0)
+        WHERE id = $1 AND status = 'pending'
+        RETURNING number, lease_expires_at`,
+      [args.attemptId, args.workerId, args.leaseMs],
+    );
+    if (!attempt.rows[0]) throw new AttemptNotPending();
+    return { ...job.rows[0], attempt_number: attempt.rows[0].number, lease_expires_at: attempt.rows[0].lease_expires_at };
+  }).catch((err) => {
+    if (err instanceof AttemptNotPending) return null; // rolled back: nothing started
+    throw err;
+  });
+}
+
+class AttemptNotPending extends Error {}
+
+/** Why a message was not started: for the discard metric and log. */
+export async function explainUnstartable(db: Queryable, attemptId: string, jobId: string, version: number): Promise<string> {
+  const { rows } = await db.query<{ job_status: string | null; job_version: number | null; current: string | null; attempt_status: string | null }>(
+    `SELECT j.status AS job_status, j.version AS job_version, j.current_attempt_id AS current, a.status AS attempt_status
+       FROM (SELECT 1) one LEFT JOIN jobs j ON j.id = $2 LEFT JOIN attempts a ON a.id = $1`,
+    [attemptId, jobId],
+  );
+  const r = rows[0];
+  if (!r?.job_status) return "job_missing";
+  if (r.job_status === "cancelled") return "cancelled";
+  if (r.attempt_status && r.attempt_status !== "pending") return "duplicate"; // this attempt already started or ended
+  if (r.current !== attemptId || r.job_version !== version) return "stale";
+  return `job_${r.job_status}`;
+}
+
+/**
+ * Heartbeat: extends the lease of a running attempt that still holds it (database time). False means
+ * the lease is gone (expired, reaped, or the job moved on): the worker must abort and not complete.
+ */
+export async function renewAttemptLease(db: Queryable, attemptId: string, leaseMs: number): Promise<Date | null> {
+  const { rows } = await db.query<{ lease_expires_at: Date }>(
+    `UPDATE attempts SET lease_expires_at = now() + make_interval(secs => $2 / 1000.0), heartbeat_at = now()
+      WHERE id = $1 AND status = 'running' AND lease_expires_at > now()
+      RETURNING lease_expires_at`,
+    [attemptId, leaseMs],
+  );
+  return rows[0]?.lease_expires_at ?? null;
+}
+
+export type AttemptDecision =
+  | { kind: "succeeded" }
+  | { kind: "retry"; dueInMs: number }
+  | { kind: "dead" }
+  | { kind: "expired" }
+  | { kind: "cancelled" };
+
+export interface CompleteAttemptArgs {
+  attemptId: string;
+  jobId: string;
+  /** Job version after start, and the attempt's fencing token: the completion is fenced on both (S7). */
+  version: number;
+  fencingToken: string;
+  outcome: string;
+  decision: AttemptDecision;
+  httpStatus: number | null;
+  error: unknown;
+  result: unknown;
+  durationMs: number;
+}
+
+/**
+ * Records an attempt's end and moves the job on, conditional on the job still running this attempt at
+ * this version and fencing token. If the lease was taken over meanwhile the job update matches nothing:
+ * the late completion is refused and counted on the attempt as a duplicate signal. Returns whether it won,
+ * and, for a terminal outcome, the job's tenant/shard so the caller can emit the completion webhook.
+ */
+export async function completeAttempt(db: Queryable, a: CompleteAttemptArgs): Promise<{ won: boolean; status: string | null; dueAt: Date | null }> {
+  const target = a.decision.kind === "retry" ? "scheduled" : a.decision.kind;
+  const { rows } = await db.query<{ due_at: Date; status: string }>(
+    `WITH job AS (
+       UPDATE jobs SET
+              -- A cancel asked for while this attempt ran: no further attempt (the API promised it).
+              status = CASE WHEN $5 = 'scheduled' AND cancel_requested_at IS NOT NULL THEN 'cancelled'::job_status ELSE $5::job_status END,
+              version = version + 1, updated_at = now(),
+              current_attempt_id = NULL,
+              due_at = CASE WHEN $5 = 'scheduled' THEN now() + make_interval(secs => $6 / 1000.0) ELSE due_at END,
+              finished_at = CASE WHEN $5 = 'scheduled' AND cancel_requested_at IS NULL THEN NULL ELSE now() END,
+              last_error = CASE WHEN $5 = 'succeeded' THEN last_error ELSE $8::jsonb END,
+              result = CASE WHEN $5 = 'succeeded' THEN $9::jsonb ELSE result END
+        WHERE id = $2 AND status = 'running' AND version = $3 AND current_attempt_id = $1 AND fencing_token = $4::bigint
+        RETURNING due_at, status
+     ), attempt AS (
+       UPDATE attempts SET status = CASE WHEN $5 = 'succeeded' THEN 'succeeded'::attempt_status ELSE 'failed'::attempt_status END,
+              finished_at = now(), outcome = $7, http_status = $10, error = $8::jsonb, duration_ms = $11
+        WHERE id = $1 AND status = 'running' AND EXISTS (SELECT 1 FROM job)
+     ), late AS (
+       UPDATE attempts SET late_completions = late_completions + 1
+        WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM job)
+     )
+     SELECT due_at, status FROM job`,
+    [
+      a.attemptId,
+      a.jobId,
+      a.version,
+      a.fencingToken,
+      target,
+      a.decision.kind === "retry" ? a.decision.dueInMs : 0,
+      a.outcome,
+      a.error === null || a.error === undefined ? null : JSON.stringify(a.error),
+      a.result === null || a.result === undefined ? null : JSON.stringify(a.result),
+      a.httpStatus,
+      a.durationMs,
+    ],
+  );
+  return { won: rows.length > 0, status: rows[0]?.status ?? null, dueAt: rows[0]?.due_at ?? null };
+}
