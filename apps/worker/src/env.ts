@@ -33,6 +33,8 @@ export const workerEnvSchema = z
           return z.NEVER;
         }
       }),
+    /** First retry delay of a failed webhook delivery; doubles per try (10 tries, at most an hour apart). */
+    WORKER_WEBHOOK_RETRY_BASE: durationSchema.default(5_000),
     /** Test only: fault points (see packages/runtime/src/fault-points.ts). */
     TICK_FAULT_POINTS: z.string().optional(),
   })

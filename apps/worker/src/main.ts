@@ -29,6 +29,7 @@ void runService({
         allowedCidrs: env.TICK_SSRF_ALLOWED_CIDRS,
         maxResponseBytes: env.WORKER_MAX_RESPONSE_BYTES,
         shutdownGraceMs: env.WORKER_SHUTDOWN_GRACE,
+        webhookRetryBaseMs: env.WORKER_WEBHOOK_RETRY_BASE,
       },
     });
     worker.start();

@@ -6,6 +6,7 @@ import { ATTEMPT_QUEUE, type Cidr } from "@tick/core";
 import { createDueIndex } from "@tick/due-index";
 import { NO_FAULTS, type FaultPoints, type Logger } from "@tick/runtime";
 import { runAttempt } from "./execution/attempt-runner.js";
+import { deliverWebhook } from "./execution/webhook-delivery.js";
 import { createHttpCaller } from "./execution/http-call.js";
 import { createWorkerMetrics } from "./metrics.js";
 
@@ -18,6 +19,8 @@ export interface WorkerConfig {
   allowedCidrs: readonly Cidr[];
   maxResponseBytes: number;
   shutdownGraceMs: number;
+  /** First webhook retry delay (doubles per try, capped at an hour). */
+  webhookRetryBaseMs: number;
 }
 
 export interface WorkerDeps {
@@ -31,6 +34,8 @@ export interface WorkerDeps {
   config: WorkerConfig;
   faults?: FaultPoints;
 }
+
+export const WEBHOOK_QUEUE = "webhooks";
 
 /** Consumes dispatch messages from BullMQ and runs each as one attempt. */
 export function createAttemptWorker(deps: WorkerDeps) {
@@ -48,7 +53,9 @@ export function createAttemptWorker(deps: WorkerDeps) {
   };
   const runnerConfig = { workerId: config.id, leaseMs: config.leaseMs, heartbeatMs: config.heartbeatMs };
 
+  const webhookConfig = { maxTries: 10, timeoutMs: 10_000, retryBaseMs: config.webhookRetryBaseMs, retryMaxMs: 3_600_000 };
   let worker: Worker | undefined;
+  let webhookWorker: Worker | undefined;
   return {
     metrics,
     /** Runs one message directly (tests). */
@@ -69,9 +76,17 @@ export function createAttemptWorker(deps: WorkerDeps) {
         logger.warn({ err: err.message }, "broker connection error");
       });
       worker.on("failed", (job, err) => logger.error({ err, messageId: job?.id }, "attempt message handler failed"));
+      webhookWorker = new Worker(WEBHOOK_QUEUE, (job) => deliverWebhook({ pool, http, logger }, webhookConfig, job.data), {
+        connection: deps.redis,
+        prefix: `${config.redisPrefix}:bull`,
+        concurrency: Math.max(1, Math.floor(config.concurrency / 4)),
+      });
+      webhookWorker.on("error", () => {});
+      webhookWorker.on("failed", (job, err) => logger.error({ err, messageId: job?.id }, "webhook message handler failed"));
     },
     /** Stops taking messages, lets in-flight attempts finish within the grace period, then closes. */
     async stop() {
+      await webhookWorker?.close();
       if (worker) {
         const closing = worker.close();
         const timedOut = await Promise.race([closing.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), config.shutdownGraceMs).unref())]);

@@ -18,7 +18,7 @@ export interface ProcessWorld {
   startWorker(env?: Record<string, string>): Promise<RunningProcess & { healthPort: number }>;
   createTenant(): Promise<{ id: string; queueId: string; shard: number }>;
   /** Creates a job as the API would (row, then the due-index note), due now. */
-  createJob(tenant: { id: string; queueId: string; shard: number }, url: string, options?: { maxAttempts?: number; idempotencyKey?: string }): Promise<string>;
+  createJob(tenant: { id: string; queueId: string; shard: number }, url: string, options?: { maxAttempts?: number; idempotencyKey?: string; callbackUrl?: string }): Promise<string>;
   job(id: string): Promise<{ status: string; attempt_count: number; version: number }>;
   attempts(jobId: string): Promise<{ id: string; status: string; fencing_token: string; late_completions: number }[]>;
   close(): Promise<void>;
@@ -35,6 +35,7 @@ const FAST = {
   SCHEDULER_RECONCILE_INTERVAL: "1s",
   WORKER_LEASE_TTL: "1500ms",
   WORKER_HEARTBEAT_INTERVAL: "500ms",
+  WORKER_WEBHOOK_RETRY_BASE: "100ms",
   TICK_SSRF_ALLOWED_CIDRS: "127.0.0.0/8",
 };
 
@@ -93,7 +94,7 @@ export async function createProcessWorld(): Promise<ProcessWorld> {
           max_attempts: options.maxAttempts ?? 5,
           backoff: { strategy: "fixed", baseMs: 100, maxMs: 100, jitter: "none" },
           dependency_key: null,
-          callback_url: null,
+          callback_url: options.callbackUrl ?? null,
           metadata: {},
         },
       ], 86_400_000);

@@ -7,6 +7,8 @@ export interface SinkRequest {
   attemptId: string | undefined;
   attemptNumber: string | undefined;
   fencingToken: string | undefined;
+  headers: http.IncomingHttpHeaders;
+  body: string;
   at: number;
 }
 
@@ -17,7 +19,9 @@ export async function startSink() {
   const requests: SinkRequest[] = [];
   let behaviour: Behaviour = () => undefined;
   const server = http.createServer((req, res) => {
-    req.resume();
+    let body = "";
+    req.setEncoding("utf8");
+    req.on("data", (chunk: string) => (body += chunk));
     req.on("end", async () => {
       const record: SinkRequest = {
         path: req.url ?? "/",
@@ -25,6 +29,8 @@ export async function startSink() {
         attemptId: req.headers["tick-attempt-id"] as string | undefined,
         attemptNumber: req.headers["tick-attempt-number"] as string | undefined,
         fencingToken: req.headers["tick-fencing-token"] as string | undefined,
+        headers: req.headers,
+        body,
         at: Date.now(),
       };
       requests.push(record);

@@ -17,31 +17,31 @@ import {
 const EXPECTED: Record<JobState, Record<JobEvent, string>> = {
   scheduled: {
     dispatch: "dispatched", start: "!not_allowed", succeed: "!not_allowed", retry: "!not_allowed",
-    fail: "!not_allowed", cancel: "cancelled", expire: "expired", requeue: "!not_allowed", replay: "!not_allowed",
+    fail: "!not_allowed", cancel: "cancelled", expire: "expired", requeue: "!not_allowed", replay: "!not_allowed", abandon: "!not_allowed",
   },
   dispatched: {
     dispatch: "!not_allowed", start: "running", succeed: "!not_allowed", retry: "!not_allowed",
-    fail: "!not_allowed", cancel: "cancelled", expire: "expired", requeue: "scheduled", replay: "!not_allowed",
+    fail: "!not_allowed", cancel: "cancelled", expire: "expired", requeue: "scheduled", replay: "!not_allowed", abandon: "!not_allowed",
   },
   running: {
     dispatch: "!not_allowed", start: "!not_allowed", succeed: "succeeded", retry: "scheduled",
-    fail: "dead", cancel: "!running", expire: "expired", requeue: "!not_allowed", replay: "!not_allowed",
+    fail: "dead", cancel: "!running", expire: "expired", requeue: "!not_allowed", replay: "!not_allowed", abandon: "cancelled",
   },
   succeeded: {
     dispatch: "!terminal", start: "!terminal", succeed: "!terminal", retry: "!terminal",
-    fail: "!terminal", cancel: "!terminal", expire: "!terminal", requeue: "!terminal", replay: "!terminal",
+    fail: "!terminal", cancel: "!terminal", expire: "!terminal", requeue: "!terminal", replay: "!terminal", abandon: "!terminal",
   },
   dead: {
     dispatch: "!terminal", start: "!terminal", succeed: "!terminal", retry: "!terminal",
-    fail: "!terminal", cancel: "!terminal", expire: "!terminal", requeue: "!terminal", replay: "scheduled",
+    fail: "!terminal", cancel: "!terminal", expire: "!terminal", requeue: "!terminal", replay: "scheduled", abandon: "!terminal",
   },
   cancelled: {
     dispatch: "!terminal", start: "!terminal", succeed: "!terminal", retry: "!terminal",
-    fail: "!terminal", cancel: "!terminal", expire: "!terminal", requeue: "!terminal", replay: "!terminal",
+    fail: "!terminal", cancel: "!terminal", expire: "!terminal", requeue: "!terminal", replay: "!terminal", abandon: "!terminal",
   },
   expired: {
     dispatch: "!terminal", start: "!terminal", succeed: "!terminal", retry: "!terminal",
-    fail: "!terminal", cancel: "!terminal", expire: "!terminal", requeue: "!terminal", replay: "!terminal",
+    fail: "!terminal", cancel: "!terminal", expire: "!terminal", requeue: "!terminal", replay: "!terminal", abandon: "!terminal",
   },
 };
 
@@ -49,7 +49,7 @@ const pairs = JOB_STATES.flatMap((state) => JOB_EVENTS.map((event) => [state, ev
 
 describe("job transition table", () => {
   it("covers every (state, event) pair", () => {
-    expect(pairs).toHaveLength(63);
+    expect(pairs).toHaveLength(70);
     expect(Object.keys(TRANSITIONS).sort()).toEqual([...JOB_STATES].sort());
   });
 

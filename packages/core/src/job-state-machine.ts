@@ -16,7 +16,7 @@ export function isJobState(value: unknown): value is JobState {
   return typeof value === "string" && (JOB_STATES as readonly string[]).includes(value);
 }
 
-export const JOB_EVENTS = ["dispatch", "start", "succeed", "retry", "fail", "cancel", "expire", "requeue", "replay"] as const;
+export const JOB_EVENTS = ["dispatch", "start", "succeed", "retry", "fail", "cancel", "expire", "requeue", "replay", "abandon"] as const;
 export type JobEvent = (typeof JOB_EVENTS)[number];
 
 /** Every pair not listed here is refused. */
@@ -42,6 +42,9 @@ export const TRANSITIONS: Readonly<Record<JobState, Readonly<Partial<Record<JobE
     // An attempt that ends past the job's deadline expires instead of retrying.
     expire: "expired",
     // cancel is deliberately absent: the attempt may already have had its effect (see transition()).
+    // abandon: the running attempt ended without success (or its lease expired) while a cancel was
+    // pending, so instead of a retry the job ends cancelled, as the cancel's 202 promised.
+    abandon: "cancelled",
   },
   succeeded: {},
   dead: { replay: "scheduled" },

@@ -19,7 +19,8 @@ export interface OutboxRelayConfig {
 
 /** How a row becomes a broker message: the BullMQ job id makes a duplicate publish a no-op (S5). */
 function toMessage(row: sql.OutboxRow) {
-  const jobId = row.kind === "dispatch" ? row.attempt_id! : `wh-${String(row.payload.deliveryId ?? row.id)}`;
+  // A webhook retry is a new message (its own try number); a re-publish of the same try is a duplicate.
+  const jobId = row.kind === "dispatch" ? row.attempt_id! : `wh-${String(row.payload.deliveryId ?? row.id)}-${String(row.payload.try ?? 1)}`;
   return {
     name: row.kind,
     data: row.payload,

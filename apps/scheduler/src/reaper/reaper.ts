@@ -47,6 +47,7 @@ export class Reaper {
       async (client) => {
         let leasesReaped = 0;
         const rescheduled: { tenantId: string; dueAtMs: number }[] = [];
+        const finished: string[] = [];
         for (const lost of await sql.lockExpiredLeases(client, lease.shard, this.config.leaseGraceMs, this.config.batch)) {
           const delay = computeBackoffMs(lost.backoff, Math.max(1, lost.attempt_count), random);
           const decision: sql.LeaseExpiryDecision = lost.cancel_requested_at
@@ -64,12 +65,16 @@ export class Reaper {
           if (await sql.settleExpiredLease(client, lost, decision)) {
             leasesReaped++;
             if (decision.kind === "retry") rescheduled.push({ tenantId: lost.tenant_id, dueAtMs: lost.db_now.getTime() + decision.dueInMs });
+            else finished.push(lost.job_id);
             this.metrics.leasesReaped.inc({ decision: decision.kind });
             this.logger.warn({ jobId: lost.job_id, attemptId: lost.attempt_id, tenantId: lost.tenant_id, decision: decision.kind }, "attempt lease expired");
           }
         }
         const republished = await sql.republishStrandedAttempts(client, lease.shard, this.config.strandedAfterMs, this.config.batch);
-        const expired = (await sql.expireOverdueJobs(client, lease.shard, this.config.batch)).length;
+        const expiredJobs = await sql.expireOverdueJobs(client, lease.shard, this.config.batch);
+        const expired = expiredJobs.length;
+        // Terminal outcomes decided here get their completion webhooks in the same transaction.
+        await sql.enqueueJobWebhooks(client, [...finished, ...expiredJobs.map((j) => j.id)]);
         return { leasesReaped, republished, expired, rescheduled };
       },
       (stale) => this.metrics.staleWrites.inc({ shard: String(stale.shard), component: "reaper" }),

@@ -140,7 +140,7 @@ export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerC
 
   const now = new Date();
   const { decision, outcome, error, result: jobResult } = decide(started, result, now, deps.random ?? Math.random);
-  const completion = await sql.completeAttempt(pool, {
+  const completion = await sql.completeAttemptAndNotify(pool, {
     attemptId: msg.attemptId,
     jobId: msg.jobId,
     version: started.version,

@@ -2,6 +2,7 @@
 // Each is one conditional statement; a lost race is a normal result (null / false), not an error.
 import type pg from "pg";
 import { inTransaction, type Queryable } from "./types.js";
+import { enqueueJobWebhooks } from "./webhooks.js";
 
 export interface StartedAttempt {
   job_id: string;
@@ -158,4 +159,16 @@ export async function completeAttempt(db: Queryable, a: CompleteAttemptArgs): Pr
     ],
   );
   return { won: rows.length > 0, status: rows[0]?.status ?? null, dueAt: rows[0]?.due_at ?? null };
+}
+
+/**
+ * completeAttempt plus, when the job reached a terminal status, its completion webhooks: one
+ * transaction, so a job is never finished without its webhook being on its way (and vice versa).
+ */
+export async function completeAttemptAndNotify(pool: pg.Pool, a: CompleteAttemptArgs): Promise<{ won: boolean; status: string | null; dueAt: Date | null }> {
+  return inTransaction(pool, async (client) => {
+    const result = await completeAttempt(client, a);
+    if (result.won && result.status && result.status !== "scheduled") await enqueueJobWebhooks(client, [a.jobId]);
+    return result;
+  });
 }

@@ -6,3 +6,4 @@ export * from "./dispatch.js";
 export * from "./outbox.js";
 export * from "./reaper.js";
 export * from "./attempts.js";
+export * from "./webhooks.js";

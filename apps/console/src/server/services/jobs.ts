@@ -247,7 +247,12 @@ export async function getJobWithAttempts(pool: pg.Pool, tenantId: string, jobId:
  * had already finished.
  */
 export async function cancelJob(pool: pg.Pool, tenantId: string, jobId: string): Promise<{ outcome: "cancelled" | "running"; row: sql.JobRow }> {
-  const cancelled = await sql.cancelJobBeforeStart(pool, tenantId, jobId);
+  // The cancel and its job.cancelled webhook commit together.
+  const cancelled = await inTransaction(pool, async (client) => {
+    const row = await sql.cancelJobBeforeStart(client, tenantId, jobId);
+    if (row) await sql.enqueueJobWebhooks(client, [row.id]);
+    return row;
+  });
   if (cancelled) return { outcome: "cancelled", row: cancelled };
   const running = await sql.requestCancelOfRunningJob(pool, tenantId, jobId);
   if (running) return { outcome: "running", row: running };

@@ -1,0 +1,63 @@
+import type pg from "pg";
+import { z } from "zod";
+import { sql } from "@tick/db";
+import type { Logger } from "@tick/runtime";
+import type { HttpCaller } from "./http-call.js";
+import { generateSigningSecret, signWebhook } from "./webhook-signing.js";
+
+const messageSchema = z.object({ deliveryId: z.uuid(), try: z.number().int().optional() });
+
+export interface WebhookDeliveryConfig {
+  maxTries: number;
+  timeoutMs: number;
+  /** Retry delay base: 2^(try-1) * base, capped. */
+  retryBaseMs: number;
+  retryMaxMs: number;
+}
+
+export type DeliveryOutcome = "delivered" | "retrying" | "failed" | "skipped";
+
+/**
+ * Sends one completion webhook, signed per the Standard Webhooks scheme (webhook-id stays the same
+ * across retries so receivers can deduplicate), and records the try. Failures retry with exponential
+ * backoff through a new outbox row; after `maxTries` the delivery is marked failed (visible, never dropped).
+ */
+export async function deliverWebhook(
+  deps: { pool: pg.Pool; http: HttpCaller; logger: Logger },
+  config: WebhookDeliveryConfig,
+  raw: unknown,
+): Promise<DeliveryOutcome> {
+  const parsed = messageSchema.safeParse(raw);
+  if (!parsed.success) return "skipped";
+  let delivery = await sql.loadPendingDelivery(deps.pool, parsed.data.deliveryId);
+  if (!delivery) return "skipped"; // already delivered or failed: a duplicate message
+  if (delivery.secrets.length === 0) {
+    // First webhook of this tenant: mint its signing secret (two workers racing both add one; both sign).
+    await sql.insertSigningSecret(deps.pool, delivery.tenant_id, generateSigningSecret());
+    delivery = await sql.loadPendingDelivery(deps.pool, parsed.data.deliveryId);
+    if (!delivery) return "skipped";
+  }
+  const body = JSON.stringify(delivery.payload);
+  const timestamp = Math.floor(Date.now() / 1000);
+  const result = await deps.http.call({
+    method: "POST",
+    url: delivery.url,
+    headers: {
+      "content-type": "application/json",
+      "user-agent": "tick-webhooks/1",
+      "webhook-id": delivery.id,
+      "webhook-timestamp": String(timestamp),
+      "webhook-signature": signWebhook(delivery.secrets, delivery.id, timestamp, body),
+    },
+    body,
+    timeoutMs: config.timeoutMs,
+    signal: new AbortController().signal,
+  });
+  const delivered = result.status !== undefined && result.status >= 200 && result.status < 300;
+  const tries = delivery.attempts + 1;
+  const retryInMs = delivered || tries >= config.maxTries || result.blocked ? null : Math.min(config.retryMaxMs, config.retryBaseMs * 2 ** (tries - 1));
+  const error = delivered ? null : (result.blocked ?? result.networkError ?? (result.timedOut ? "timed out" : `HTTP ${result.status}`));
+  await sql.recordDeliveryTry(deps.pool, delivery.id, { delivered, status: result.status ?? null, error, retryInMs });
+  if (!delivered) deps.logger.warn({ deliveryId: delivery.id, jobId: delivery.job_id, tries, error, retryInMs }, "webhook delivery failed");
+  return delivered ? "delivered" : retryInMs === null ? "failed" : "retrying";
+}

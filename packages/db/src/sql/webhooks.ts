@@ -1,0 +1,119 @@
+// Completion webhooks (SPEC §1): for every terminal outcome, a delivery per destination (the job's
+// callback URL and each enabled endpoint subscribed to the event) and an outbox row, written in the
+// same transaction as the outcome. Deliveries retry with backoff; the rows are the delivery log.
+import type { Queryable } from "./types.js";
+
+export type JobEvent = "job.succeeded" | "job.dead" | "job.expired" | "job.cancelled";
+
+export const EVENT_FOR_STATUS: Record<string, JobEvent | undefined> = {
+  succeeded: "job.succeeded",
+  dead: "job.dead",
+  expired: "job.expired",
+  cancelled: "job.cancelled",
+};
+
+/**
+ * Creates the deliveries (and their outbox rows) for jobs that just reached a terminal status. Call in
+ * the transaction that made them terminal. Idempotent per (job, event, url).
+ */
+export async function enqueueJobWebhooks(db: Queryable, jobIds: string[]): Promise<number> {
+  if (jobIds.length === 0) return 0;
+  const { rowCount } = await db.query(
+    `WITH finished AS (
+       SELECT j.*, CASE j.status WHEN 'succeeded' THEN 'job.succeeded' WHEN 'dead' THEN 'job.dead'
+                                 WHEN 'expired' THEN 'job.expired' WHEN 'cancelled' THEN 'job.cancelled' END AS event
+         FROM jobs j WHERE j.id = ANY($1::uuid[]) AND j.status IN ('succeeded', 'dead', 'expired', 'cancelled')
+     ), destinations AS (
+       SELECT f.id AS job_id, f.tenant_id, f.shard, f.event, f.callback_url AS url, NULL::uuid AS endpoint_id FROM finished f
+        WHERE f.callback_url IS NOT NULL
+       UNION ALL
+       SELECT f.id, f.tenant_id, f.shard, f.event, e.url, e.id FROM finished f
+         JOIN webhook_endpoints e ON e.tenant_id = f.tenant_id AND e.enabled AND f.event = ANY(e.events)
+     ), deliveries AS (
+       INSERT INTO webhook_deliveries (id, tenant_id, endpoint_id, job_id, event, url, payload)
+       SELECT gen_random_uuid(), d.tenant_id, d.endpoint_id, d.job_id, d.event, d.url,
+              jsonb_build_object(
+                'type', d.event,
+                'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                'data', jsonb_build_object(
+                  'jobId', f.id, 'status', f.status, 'queueId', f.queue_id, 'idempotencyKey', f.idempotency_key,
+                  'attemptCount', f.attempt_count, 'result', f.result, 'lastError', f.last_error,
+                  'metadata', f.metadata, 'scheduleId', f.schedule_id, 'finishedAt', f.finished_at))
+         FROM destinations d JOIN finished f ON f.id = d.job_id
+       ON CONFLICT (job_id, event, url) DO NOTHING
+       RETURNING id, tenant_id, job_id
+     )
+     INSERT INTO outbox (kind, shard, tenant_id, job_id, payload)
+     SELECT 'webhook', j.shard, d.tenant_id, d.job_id, jsonb_build_object('deliveryId', d.id, 'try', 1)
+       FROM deliveries d JOIN jobs j ON j.id = d.job_id`,
+    [jobIds],
+  );
+  return rowCount ?? 0;
+}
+
+export interface DeliveryToSend {
+  id: string;
+  tenant_id: string;
+  job_id: string;
+  event: string;
+  url: string;
+  payload: unknown;
+  status: string;
+  attempts: number;
+  secrets: string[];
+}
+
+/** A pending delivery with the tenant's unexpired signing secrets (null if already delivered or failed). */
+export async function loadPendingDelivery(db: Queryable, deliveryId: string): Promise<DeliveryToSend | null> {
+  const { rows } = await db.query<DeliveryToSend>(
+    `SELECT d.id, d.tenant_id, d.job_id, d.event, d.url, d.payload, d.status, d.attempts,
+            coalesce((SELECT array_agg(s.secret ORDER BY s.created_at DESC) FROM signing_secrets s
+                       WHERE s.tenant_id = d.tenant_id AND (s.expires_at IS NULL OR s.expires_at > now())), '{}') AS secrets
+       FROM webhook_deliveries d WHERE d.id = $1 AND d.status = 'pending'`,
+    [deliveryId],
+  );
+  return rows[0] ?? null;
+}
+
+export async function insertSigningSecret(db: Queryable, tenantId: string, secret: string, expiresAt: Date | null = null): Promise<void> {
+  await db.query(`INSERT INTO signing_secrets (id, tenant_id, secret, expires_at) VALUES (gen_random_uuid(), $1, $2, $3)`, [tenantId, secret, expiresAt]);
+}
+
+/**
+ * Rotation: the new secret signs from now on; the current ones keep signing (and verifying at the
+ * receiver) until `overlapMs` from now, then expire.
+ */
+export async function rotateSigningSecret(db: Queryable, tenantId: string, secret: string, overlapMs: number): Promise<void> {
+  await db.query(
+    `WITH old AS (
+       UPDATE signing_secrets SET expires_at = LEAST(coalesce(expires_at, 'infinity'), now() + make_interval(secs => $3 / 1000.0))
+        WHERE tenant_id = $1 AND (expires_at IS NULL OR expires_at > now())
+     )
+     INSERT INTO signing_secrets (id, tenant_id, secret) VALUES (gen_random_uuid(), $1, $2)`,
+    [tenantId, secret, overlapMs],
+  );
+}
+
+/** Records one delivery try: delivered, retry later (with a new outbox row available then), or failed for good. */
+export async function recordDeliveryTry(
+  db: Queryable,
+  deliveryId: string,
+  result: { delivered: boolean; status: number | null; error: string | null; retryInMs: number | null },
+): Promise<void> {
+  await db.query(
+    `WITH d AS (
+       UPDATE webhook_deliveries SET attempts = attempts + 1, last_status = $2, last_error = left($3, 1000),
+              status = CASE WHEN $4 THEN 'delivered'::delivery_status WHEN $5::float8 IS NULL THEN 'failed'::delivery_status ELSE 'pending'::delivery_status END,
+              delivered_at = CASE WHEN $4 THEN now() ELSE NULL END,
+              next_attempt_at = CASE WHEN $5::float8 IS NULL THEN next_attempt_at ELSE now() + make_interval(secs => $5 / 1000.0) END
+        WHERE id = $1 AND status = 'pending'
+        RETURNING id, tenant_id, job_id, attempts, status
+     )
+     INSERT INTO outbox (kind, shard, tenant_id, job_id, payload, available_at)
+     SELECT 'webhook', j.shard, d.tenant_id, d.job_id, jsonb_build_object('deliveryId', d.id, 'try', d.attempts + 1),
+            now() + make_interval(secs => $5 / 1000.0)
+       FROM d JOIN jobs j ON j.id = d.job_id
+      WHERE d.status = 'pending'`,
+    [deliveryId, result.status, result.error, result.delivered, result.retryInMs],
+  );
+}
