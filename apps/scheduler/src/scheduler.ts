@@ -3,6 +3,7 @@ import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Registry } from "prom-client";
 import { ATTEMPT_QUEUE } from "@tick/core";
+import { createBreakers } from "@tick/breaker";
 import { createDueIndex } from "@tick/due-index";
 import { NO_FAULTS, type FaultPoints, type Logger } from "@tick/runtime";
 import { Dispatcher } from "./dispatch/dispatcher.js";
@@ -114,7 +115,17 @@ export function createScheduler(deps: SchedulerDeps) {
   const relayRate = new RateLimiter(config.relayRatePerSecond);
   const dueIndex = createDueIndex({ redis: deps.indexRedis, prefix: config.redisPrefix });
   const dueSource = new DueTenantSource(pool, dueIndex, { rebuildBatch: 500, maxTenants: 10_000 }, logger, metrics);
-  const dispatcher = new Dispatcher(pool, { holder: config.id, batch: config.dispatchBatch, maxQueuedPerShard: config.maxQueuedPerShard }, dispatchRate, dueSource, logger, metrics, faults);
+  const breakers = createBreakers({ redis: deps.indexRedis, prefix: config.redisPrefix });
+  const dispatcher = new Dispatcher(
+    pool,
+    { holder: config.id, batch: config.dispatchBatch, maxQueuedPerShard: config.maxQueuedPerShard },
+    dispatchRate,
+    dueSource,
+    logger,
+    metrics,
+    faults,
+    () => breakers.openDependencies(),
+  );
   const relay = new OutboxRelay(pool, queues, { batch: 500, retryDelayMs: 500, maxRetryDelayMs: 30_000, publishTimeoutMs: config.publishTimeoutMs }, relayRate, logger, metrics, faults);
   const reaper = new Reaper(pool, { holder: config.id, leaseGraceMs: config.leaseGraceMs, strandedAfterMs: config.strandedAfterMs, batch: 500 }, logger, metrics, (shard, tenantId, dueAtMs) =>
     dueIndex.noteDue(shard, tenantId, dueAtMs).catch(() => {}),

@@ -35,6 +35,16 @@ export const workerEnvSchema = z
       }),
     /** First retry delay of a failed webhook delivery; doubles per try (10 tries, at most an hour apart). */
     WORKER_WEBHOOK_RETRY_BASE: durationSchema.default(5_000),
+    /** Circuit breaker per dependency: window over which failures are counted. */
+    BREAKER_WINDOW: durationSchema.default(60_000),
+    /** Fewest outcomes in the window before the breaker may open. */
+    BREAKER_MIN_REQUESTS: positiveInt.default(20),
+    /** Failure share in the window that opens the breaker. */
+    BREAKER_FAILURE_RATE: z.coerce.number().gt(0).lte(1).default(0.5),
+    /** How long an open breaker holds the dependency's jobs before one probe is let through. */
+    BREAKER_OPEN_FOR: durationSchema.default(30_000),
+    /** Retries may be at most this share of a dependency's attempts in the window. */
+    BREAKER_RETRY_BUDGET: z.coerce.number().gt(0).lte(1).default(0.2),
     /** Test only: fault points (see packages/runtime/src/fault-points.ts). */
     TICK_FAULT_POINTS: z.string().optional(),
   })

@@ -30,6 +30,13 @@ void runService({
         maxResponseBytes: env.WORKER_MAX_RESPONSE_BYTES,
         shutdownGraceMs: env.WORKER_SHUTDOWN_GRACE,
         webhookRetryBaseMs: env.WORKER_WEBHOOK_RETRY_BASE,
+        breaker: {
+          windowMs: env.BREAKER_WINDOW,
+          minRequests: env.BREAKER_MIN_REQUESTS,
+          failureRate: env.BREAKER_FAILURE_RATE,
+          openMs: env.BREAKER_OPEN_FOR,
+          retryBudget: env.BREAKER_RETRY_BUDGET,
+        },
       },
     });
     worker.start();

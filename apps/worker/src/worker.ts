@@ -3,6 +3,7 @@ import { Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Registry } from "prom-client";
 import { ATTEMPT_QUEUE, type Cidr } from "@tick/core";
+import { createBreakers, type BreakerPolicy } from "@tick/breaker";
 import { createDueIndex } from "@tick/due-index";
 import { NO_FAULTS, type FaultPoints, type Logger } from "@tick/runtime";
 import { runAttempt } from "./execution/attempt-runner.js";
@@ -21,6 +22,7 @@ export interface WorkerConfig {
   shutdownGraceMs: number;
   /** First webhook retry delay (doubles per try, capped at an hour). */
   webhookRetryBaseMs: number;
+  breaker: Partial<BreakerPolicy>;
 }
 
 export interface WorkerDeps {
@@ -45,6 +47,7 @@ export function createAttemptWorker(deps: WorkerDeps) {
   const dueIndex = createDueIndex({ redis: deps.indexRedis, prefix: config.redisPrefix });
   const runnerDeps = {
     pool,
+    breakers: createBreakers({ redis: deps.indexRedis, prefix: config.redisPrefix, policy: config.breaker }),
     http,
     logger,
     metrics,

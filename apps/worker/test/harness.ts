@@ -2,6 +2,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import type pg from "pg";
+import { dependencyOf } from "@tick/core";
 import { createDueIndex } from "@tick/due-index";
 import { createPool, shardForTenant, sql } from "@tick/db";
 import { createTestDatabase, testServerUrl, type TestDatabase } from "@tick/db/testing";
@@ -93,7 +94,7 @@ export async function createProcessWorld(): Promise<ProcessWorld> {
           timeout_ms: 30_000,
           max_attempts: options.maxAttempts ?? 5,
           backoff: { strategy: "fixed", baseMs: 100, maxMs: 100, jitter: "none" },
-          dependency_key: null,
+          dependency_key: dependencyOf(url, null),
           callback_url: options.callbackUrl ?? null,
           metadata: {},
         },

@@ -17,6 +17,10 @@ export const attemptMessageSchema = z.object({
   shard: z.number().int(),
   epoch: z.string(),
   republished: z.boolean().optional(),
+  /** Circuit-breaker key (the job's dependency_key). */
+  dependency: z.string().nullable().optional(),
+  /** Attempts started before this one: > 0 makes this a retry (retry budget). */
+  attemptCount: z.number().int().optional(),
 });
 
 export type AttemptMessage = z.output<typeof attemptMessageSchema>;

@@ -7,3 +7,4 @@ export * from "./duration.js";
 export * from "./ssrf.js";
 export * from "./fairness.js";
 export * from "./attempt-message.js";
+export * from "./dependency.js";

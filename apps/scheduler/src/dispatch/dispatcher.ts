@@ -38,6 +38,8 @@ export class Dispatcher {
     private readonly logger: Logger,
     private readonly metrics: SchedulerMetrics,
     private readonly faults: FaultPoints,
+    /** Dependencies whose circuit breaker is open (their jobs are held); [] when unknown. */
+    private readonly openDependencies: () => Promise<string[]> = async () => [],
   ) {}
 
   async runShard(lease: HeldLease): Promise<DispatchRound> {
@@ -47,6 +49,7 @@ export class Dispatcher {
     if (budget <= 0) return round;
     const { tenants: due, mode, generations } = await this.dueSource.find(lease.shard);
     if (due.length === 0) return round;
+    const heldDependencies = await this.openDependencies().catch(() => []);
 
     const drr = this.fairness.get(lease.shard) ?? new DeficitRoundRobin();
     this.fairness.set(lease.shard, drr);
@@ -66,7 +69,7 @@ export class Dispatcher {
           const allocation = drr.allocate(candidates, budget);
           if (allocation.size === 0) break;
           for (const [tenantId, n] of allocation) {
-            const claimed = await sql.claimDueJobs(client, { shard: lease.shard, epoch: lease.epoch, tenantId, limit: n });
+            const claimed = await sql.claimDueJobs(client, { shard: lease.shard, epoch: lease.epoch, tenantId, limit: n, heldDependencies });
             round.perTenant.set(tenantId, (round.perTenant.get(tenantId) ?? 0) + claimed.length);
             round.claimed += claimed.length;
             budget -= claimed.length;

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import type { Breakers } from "@tick/breaker";
 import { attemptMessageSchema, classifyHttpOutcome, computeBackoffMs, decideAfterFailure, type AttemptMessage } from "@tick/core";
 import { sql } from "@tick/db";
 import type { FaultPoints, Logger } from "@tick/runtime";
@@ -17,6 +18,7 @@ export interface AttemptRunnerDeps {
   logger: Logger;
   metrics: WorkerMetrics;
   faults: FaultPoints;
+  breakers: Breakers;
   /** After a retry commits: tell the due index (best effort). */
   noteDue: (shard: number, tenantId: string, dueAtMs: number) => Promise<void>;
   random?: () => number;
@@ -76,8 +78,23 @@ export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerC
     return { kind: "discarded", reason: "malformed" };
   }
   const msg: AttemptMessage = parsed.data;
+
+  // Downstream protection (S11): an open breaker or a spent retry budget hands the job back without
+  // starting it, so no attempt is burned. If Redis cannot answer, the attempt runs (fail open).
+  const dependency = msg.dependency ?? null;
+  if (dependency) {
+    const admission = await deps.breakers.admit(dependency, (msg.attemptCount ?? 0) > 0).catch(() => "allowed" as const);
+    if (admission !== "allowed") {
+      const delayMs = admission === "open" ? deps.breakers.policy.openMs : 1_000 + Math.floor((deps.random ?? Math.random)() * 4_000);
+      const requeued = await sql.requeueAttempt(pool, { attemptId: msg.attemptId, jobId: msg.jobId, version: msg.version, delayMs, reason: admission });
+      if (requeued) await deps.noteDue(requeued.shard, requeued.tenant_id, requeued.due_at.getTime()).catch(() => {});
+      metrics.discarded.inc({ reason: admission });
+      return { kind: "discarded", reason: admission };
+    }
+  }
   const started = await sql.startAttempt(pool, { attemptId: msg.attemptId, jobId: msg.jobId, version: msg.version, workerId: config.workerId, leaseMs: config.leaseMs });
   if (!started) {
+    if (dependency) await deps.breakers.release(dependency).catch(() => {});
     const reason = await sql.explainUnstartable(pool, msg.attemptId, msg.jobId, msg.version);
     metrics.discarded.inc({ reason });
     logger.info({ jobId: msg.jobId, attemptId: msg.attemptId, tenantId: msg.tenantId, reason }, "dispatch message discarded");
@@ -132,11 +149,22 @@ export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerC
     clearInterval(beat);
   }
   if (leaseLost || result.aborted) {
+    if (dependency) await deps.breakers.release(dependency).catch(() => {});
     metrics.leaseLost.inc();
     logger.warn(context, "attempt abandoned: lease lost (the reaper retries the job)");
     return { kind: "lease_lost" };
   }
   deps.faults.hit("worker.after-call-before-complete");
+  if (dependency && result.blocked) await deps.breakers.release(dependency).catch(() => {});
+  if (dependency && !result.blocked) {
+    // A 4xx other than 408/425/429 is the dependency answering properly; only signs of ill health count.
+    const healthy = result.status !== undefined && (result.status < 500 && ![408, 425, 429].includes(result.status));
+    const state = await deps.breakers.record(dependency, healthy).catch(() => null);
+    if (state === "opened") {
+      metrics.breakerOpened.inc({ dependency });
+      logger.warn({ dependency, ...context }, "dependency is failing: circuit breaker open, its jobs are held (not our scheduler failing)");
+    }
+  }
 
   const now = new Date();
   const { decision, outcome, error, result: jobResult } = decide(started, result, now, deps.random ?? Math.random);

@@ -172,3 +172,27 @@ export async function completeAttemptAndNotify(pool: pg.Pool, a: CompleteAttempt
     return result;
   });
 }
+
+/**
+ * dispatched → scheduled without starting (the requeue event): the dependency's breaker is open or its
+ * retry budget is spent, so the attempt is discarded and the job waits `delayMs`. No attempt is burned.
+ */
+export async function requeueAttempt(
+  db: Queryable,
+  args: { attemptId: string; jobId: string; version: number; delayMs: number; reason: string },
+): Promise<{ tenant_id: string; shard: number; due_at: Date } | null> {
+  const { rows } = await db.query<{ tenant_id: string; shard: number; due_at: Date }>(
+    `WITH job AS (
+       UPDATE jobs SET status = 'scheduled', version = version + 1, current_attempt_id = NULL, updated_at = now(),
+              due_at = now() + make_interval(secs => $4 / 1000.0)
+        WHERE id = $2 AND status = 'dispatched' AND version = $3 AND current_attempt_id = $1
+        RETURNING tenant_id, shard, due_at
+     ), attempt AS (
+       UPDATE attempts SET status = 'discarded', finished_at = now(), outcome = $5
+        WHERE id = $1 AND status = 'pending' AND EXISTS (SELECT 1 FROM job)
+     )
+     SELECT * FROM job`,
+    [args.attemptId, args.jobId, args.version, args.delayMs, args.reason],
+  );
+  return rows[0] ?? null;
+}

@@ -52,7 +52,7 @@ export interface ClaimedJob {
  */
 export async function claimDueJobs(
   db: Queryable,
-  args: { shard: number; epoch: string; tenantId: string; limit: number },
+  args: { shard: number; epoch: string; tenantId: string; limit: number; heldDependencies?: string[] },
 ): Promise<ClaimedJob[]> {
   if (args.limit <= 0) return [];
   const { rows } = await db.query<ClaimedJob>(
@@ -68,6 +68,8 @@ export async function claimDueJobs(
         WHERE j.shard = $1 AND j.tenant_id = $2 AND j.status = 'scheduled' AND j.due_at <= now()
           AND (j.expires_at IS NULL OR j.expires_at > now())
           AND j.queue_id IN (SELECT queue_id FROM room WHERE room > 0)
+          -- Dependencies whose circuit breaker is open are held here: their jobs wait without burning attempts.
+          AND (j.dependency_key IS NULL OR j.dependency_key <> ALL($5::text[]))
         ORDER BY j.priority DESC, j.due_at
         LIMIT $3
         FOR UPDATE OF j SKIP LOCKED
@@ -81,7 +83,8 @@ export async function claimDueJobs(
           SET status = 'dispatched', version = j.version + 1, fencing_token = j.fencing_token + 1,
               current_attempt_id = gen_random_uuid(), updated_at = now()
          FROM picked p WHERE j.id = p.id AND j.status = 'scheduled'
-        RETURNING j.id, j.tenant_id, j.queue_id, j.version, j.fencing_token, j.current_attempt_id AS attempt_id, j.priority, j.due_at
+        RETURNING j.id, j.tenant_id, j.queue_id, j.version, j.fencing_token, j.current_attempt_id AS attempt_id, j.priority, j.due_at,
+                  j.dependency_key, j.attempt_count
      ), attempt AS (
        INSERT INTO attempts (id, job_id, tenant_id, number, fencing_token, job_version, shard_epoch, status, dispatched_at)
        SELECT attempt_id, id, tenant_id, fencing_token::int, fencing_token, version, $4::bigint, 'pending', now() FROM claimed
@@ -89,11 +92,12 @@ export async function claimDueJobs(
        INSERT INTO outbox (kind, shard, tenant_id, job_id, attempt_id, payload)
        SELECT 'dispatch', $1, tenant_id, id, attempt_id,
               jsonb_build_object('jobId', id, 'attemptId', attempt_id, 'tenantId', tenant_id, 'version', version,
-                                 'fencingToken', fencing_token::text, 'shard', $1::int, 'epoch', $4::text)
+                                 'fencingToken', fencing_token::text, 'shard', $1::int, 'epoch', $4::text,
+                                 'dependency', dependency_key, 'attemptCount', attempt_count)
          FROM claimed
      )
      SELECT * FROM claimed`,
-    [args.shard, args.tenantId, args.limit, args.epoch],
+    [args.shard, args.tenantId, args.limit, args.epoch, args.heldDependencies ?? []],
   );
   return rows.map((r) => ({ ...r, fencing_token: String(r.fencing_token) }));
 }

@@ -67,7 +67,7 @@ export async function settleExpiredLease(db: Queryable, lease: ExpiredLease, dec
 export async function republishStrandedAttempts(db: Queryable, shard: number, timeoutMs: number, limit: number): Promise<number> {
   const { rowCount } = await db.query(
     `WITH stranded AS (
-       SELECT a.id, a.job_id, a.tenant_id, a.job_version, a.fencing_token, a.shard_epoch
+       SELECT a.id, a.job_id, a.tenant_id, a.job_version, a.fencing_token, a.shard_epoch, j.dependency_key, j.attempt_count
          FROM attempts a JOIN jobs j ON j.id = a.job_id
         WHERE a.status = 'pending' AND a.dispatched_at < now() - make_interval(secs => $2 / 1000.0)
           AND j.shard = $1 AND j.status = 'dispatched' AND j.current_attempt_id = a.id
@@ -80,7 +80,8 @@ export async function republishStrandedAttempts(db: Queryable, shard: number, ti
      INSERT INTO outbox (kind, shard, tenant_id, job_id, attempt_id, payload)
      SELECT 'dispatch', $1, tenant_id, job_id, id,
             jsonb_build_object('jobId', job_id, 'attemptId', id, 'tenantId', tenant_id, 'version', job_version,
-                               'fencingToken', fencing_token::text, 'shard', $1::int, 'epoch', shard_epoch::text, 'republished', true)
+                               'fencingToken', fencing_token::text, 'shard', $1::int, 'epoch', shard_epoch::text, 'republished', true,
+                               'dependency', dependency_key, 'attemptCount', attempt_count)
        FROM stranded`,
     [shard, timeoutMs, limit],
   );

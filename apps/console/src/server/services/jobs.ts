@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from "node:crypto";
-import { AppError, toProblem, type Cidr, type Problem } from "@tick/core";
+import { AppError, dependencyOf, toProblem, type Cidr, type Problem } from "@tick/core";
 import { createJobSchema, type CreateJob, type Job } from "@tick/contract";
 import { inTransaction, isDatabaseUnavailable, sql } from "@tick/db";
 import type pg from "pg";
@@ -210,7 +210,7 @@ async function resolveInTransaction(
         timeout_ms: j.target.timeoutMs ?? q.default_timeout_ms,
         max_attempts: j.maxAttempts ?? q.default_max_attempts,
         backoff: j.backoff ?? q.default_backoff,
-        dependency_key: j.dependencyKey ?? null,
+        dependency_key: dependencyOf(j.target.url, j.dependencyKey),
         callback_url: j.callbackUrl ?? null,
         metadata: j.metadata,
       };

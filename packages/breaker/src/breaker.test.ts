@@ -1,0 +1,63 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { Redis } from "ioredis";
+import { createTestRedis, waitFor } from "@tick/testing";
+import { createBreakers } from "./index.js";
+
+const test = createTestRedis();
+const redis = new Redis(test.url);
+afterAll(async () => {
+  await test.cleanup();
+  redis.disconnect();
+});
+
+const policy = { windowMs: 10_000, bucketMs: 1_000, minRequests: 4, failureRate: 0.5, openMs: 300, probeTimeoutMs: 5_000, retryBudget: 0.25 };
+
+describe("circuit breaker", () => {
+  it("opens on the failure rate, holds, lets one probe through half-open, and closes on its success", async () => {
+    const b = createBreakers({ redis, prefix: test.prefix, policy });
+    const dep = "api.example.com";
+    for (let i = 0; i < 3; i++) expect(await b.record(dep, false)).toBe("closed"); // below minRequests
+    expect(await b.record(dep, false)).toBe("opened");
+    expect(await b.record(dep, false)).toBe("open"); // already open: not opened again
+    expect(await b.openDependencies()).toEqual([dep]);
+    // A reader with another policy (a scheduler) agrees on when it half-opens: the period was fixed at opening.
+    expect(await createBreakers({ redis, prefix: test.prefix, policy: { ...policy, openMs: 60_000 } }).openDependencies()).toEqual([dep]);
+    expect(await b.admit(dep, false)).toBe("open");
+
+    await waitFor(async () => (await b.state(dep)) === "half_open", { timeoutMs: 5_000, description: "half-open after openMs" });
+    expect(await b.openDependencies()).toEqual([]);
+    expect(await b.admit(dep, false)).toBe("allowed"); // the probe
+    expect(await b.admit(dep, false)).toBe("probe_busy"); // one at a time
+    expect(await b.record(dep, true)).toBe("closed");
+    expect(await b.admit(dep, false)).toBe("allowed");
+  });
+
+  it("re-opens when the half-open probe fails", async () => {
+    const b = createBreakers({ redis, prefix: test.prefix, policy });
+    const dep = "flaky:8080";
+    for (let i = 0; i < 4; i++) await b.record(dep, false);
+    await waitFor(async () => (await b.state(dep)) === "half_open", { timeoutMs: 5_000, description: "half-open" });
+    expect(await b.admit(dep, false)).toBe("allowed");
+    expect(await b.record(dep, false)).toBe("opened");
+    expect(await b.openDependencies()).toContain(dep);
+  });
+
+  it("successes keep it closed; other dependencies are unaffected", async () => {
+    const b = createBreakers({ redis, prefix: test.prefix, policy });
+    for (let i = 0; i < 10; i++) await b.record("healthy", true);
+    for (let i = 0; i < 3; i++) await b.record("healthy", false);
+    expect(await b.state("healthy")).toBe("closed");
+    expect(await b.state("never-seen")).toBe("closed");
+  });
+
+  it("caps retries at the budget's share of the dependency's attempts", async () => {
+    const b = createBreakers({ redis, prefix: test.prefix, policy });
+    const dep = "budgeted";
+    for (let i = 0; i < 6; i++) expect(await b.admit(dep, false)).toBe("allowed");
+    expect(await b.admit(dep, true)).toBe("allowed"); // retries 1 of 7 attempts (14%)
+    expect(await b.admit(dep, true)).toBe("allowed"); // 2 of 8 = 25%: at the budget, not above
+    expect(await b.admit(dep, true)).toBe("retry_budget"); // 3 of 9 would be 33%
+    expect(await b.admit(dep, false)).toBe("allowed"); // first attempts are never budgeted
+    expect(await b.admit(dep, true)).toBe("retry_budget"); // 3 of 10 would still be 30%
+  });
+});

@@ -1,0 +1,164 @@
+import type { Redis } from "ioredis";
+
+/**
+ * A circuit breaker and a retry budget per downstream dependency (S11), shared by all workers through
+ * Redis and read by the schedulers, so a failing dependency is protected by the whole fleet at once.
+ *
+ * - Outcomes are counted in time buckets over a sliding window. When at least `minRequests` outcomes
+ *   in the window fail at `failureRate` or more, the breaker opens: schedulers stop dispatching that
+ *   dependency's jobs and workers hand back any that arrive, without burning an attempt.
+ * - After `openMs` (fixed by whoever opened it, so every reader agrees) it is half-open: one probe at a time may run; a success closes it, a failure
+ *   opens it again.
+ * - Retry budget: retries may be at most `retryBudget` of the dependency's attempts in the window
+ *   (once the window has `minRequests`), so individually reasonable backoffs cannot add up to a storm.
+ *
+ * All decisions use Redis' clock (one clock for everyone, S13).
+ */
+export interface BreakerPolicy {
+  windowMs: number;
+  bucketMs: number;
+  minRequests: number;
+  failureRate: number;
+  openMs: number;
+  probeTimeoutMs: number;
+  retryBudget: number;
+}
+
+export const DEFAULT_BREAKER_POLICY: BreakerPolicy = {
+  windowMs: 60_000,
+  bucketMs: 5_000,
+  minRequests: 20,
+  failureRate: 0.5,
+  openMs: 30_000,
+  probeTimeoutMs: 60_000,
+  retryBudget: 0.2,
+};
+
+const NOW = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
+
+// Sum ok/fail/attempts/retries over the window's buckets.
+const WINDOW = `
+local function window(base, nowms, windowMs, bucketMs)
+  local ok, fail, attempts, retries = 0, 0, 0, 0
+  local first = math.floor((nowms - windowMs) / bucketMs) + 1
+  local last = math.floor(nowms / bucketMs)
+  for b = first, last do
+    local v = redis.call('HMGET', base .. ':w:' .. b, 'ok', 'fail', 'attempts', 'retries')
+    ok = ok + (tonumber(v[1]) or 0); fail = fail + (tonumber(v[2]) or 0)
+    attempts = attempts + (tonumber(v[3]) or 0); retries = retries + (tonumber(v[4]) or 0)
+  end
+  return ok, fail, attempts, retries
+end`;
+
+// KEYS[1] base, KEYS[2] open set. ARGV: dep, ok(1/0), windowMs, bucketMs, minRequests, failureRate, openMs
+const RECORD = `${NOW}
+${WINDOW}
+local base, openSet, dep = KEYS[1], KEYS[2], ARGV[1]
+local ok = ARGV[2] == '1'
+local windowMs, bucketMs = tonumber(ARGV[3]), tonumber(ARGV[4])
+local bucket = base .. ':w:' .. math.floor(now / bucketMs)
+redis.call('HINCRBY', bucket, ok and 'ok' or 'fail', 1)
+redis.call('PEXPIRE', bucket, windowMs + bucketMs * 2)
+local state = redis.call('HGET', base, 'state') or 'closed'
+if state == 'half_open' then
+  redis.call('DEL', base .. ':probe')
+  if ok then
+    redis.call('HSET', base, 'state', 'closed')
+    for b = math.floor((now - windowMs) / bucketMs), math.floor(now / bucketMs) do redis.call('HDEL', base .. ':w:' .. b, 'fail') end
+    return 'closed'
+  end
+  redis.call('HSET', base, 'state', 'open', 'open_until', now + tonumber(ARGV[7]))
+  redis.call('SADD', openSet, dep)
+  return 'opened'
+end
+if state == 'closed' and not ok then
+  local o, f = window(base, now, windowMs, bucketMs)
+  if o + f >= tonumber(ARGV[5]) and f / (o + f) >= tonumber(ARGV[6]) then
+    redis.call('HSET', base, 'state', 'open', 'open_until', now + tonumber(ARGV[7]))
+    redis.call('SADD', openSet, dep)
+    return 'opened'
+  end
+end
+return state`;
+
+// Current state, moving open → half_open once the open period (fixed when it opened) has passed.
+const STATE = `${NOW}
+local base, openSet, dep = KEYS[1], KEYS[2], ARGV[1]
+local state = redis.call('HGET', base, 'state') or 'closed'
+if state == 'open' and now >= tonumber(redis.call('HGET', base, 'open_until') or '0') then
+  redis.call('HSET', base, 'state', 'half_open')
+  redis.call('SREM', openSet, dep)
+  return 'half_open'
+end
+return state`;
+
+// Admission of one attempt: ARGV: isRetry(1/0), windowMs, bucketMs, minRequests, retryBudget, probeTimeoutMs
+const ADMIT = `${NOW}
+${WINDOW}
+local base = KEYS[1]
+local state = redis.call('HGET', base, 'state') or 'closed'
+if state == 'open' then return 'open' end
+if state == 'half_open' then
+  if not redis.call('SET', base .. ':probe', '1', 'NX', 'PX', tonumber(ARGV[6])) then return 'probe_busy' end
+end
+local windowMs, bucketMs = tonumber(ARGV[2]), tonumber(ARGV[3])
+if ARGV[1] == '1' and state ~= 'half_open' then
+  local _, _, attempts, retries = window(base, now, windowMs, bucketMs)
+  if attempts >= tonumber(ARGV[4]) and (retries + 1) / (attempts + 1) > tonumber(ARGV[5]) then return 'retry_budget' end
+end
+local bucket = base .. ':w:' .. math.floor(now / bucketMs)
+redis.call('HINCRBY', bucket, 'attempts', 1)
+if ARGV[1] == '1' then redis.call('HINCRBY', bucket, 'retries', 1) end
+redis.call('PEXPIRE', bucket, windowMs + bucketMs * 2)
+return 'allowed'`;
+
+export type BreakerState = "closed" | "open" | "half_open";
+/** What record() returns: the state, or "opened" when this outcome is the one that opened it. */
+export type RecordResult = BreakerState | "opened";
+export type Admission = "allowed" | "open" | "probe_busy" | "retry_budget";
+
+type Scripts = Redis & {
+  tickBreakerRecord(base: string, openSet: string, ...args: (string | number)[]): Promise<RecordResult>;
+  tickBreakerState(base: string, openSet: string, ...args: (string | number)[]): Promise<BreakerState>;
+  tickBreakerAdmit(base: string, ...args: (string | number)[]): Promise<Admission>;
+};
+
+export function createBreakers(options: { redis: Redis; prefix: string; policy?: Partial<BreakerPolicy> }) {
+  const policy = { ...DEFAULT_BREAKER_POLICY, ...options.policy };
+  const r = options.redis as Scripts;
+  if (typeof r.tickBreakerRecord !== "function") {
+    r.defineCommand("tickBreakerRecord", { numberOfKeys: 2, lua: RECORD });
+    r.defineCommand("tickBreakerState", { numberOfKeys: 2, lua: STATE });
+    r.defineCommand("tickBreakerAdmit", { numberOfKeys: 1, lua: ADMIT });
+  }
+  const base = (dep: string) => `${options.prefix}:breaker:${dep}`;
+  const openSet = `${options.prefix}:breakers:open`;
+
+  return {
+    policy,
+    /** Before an attempt runs: may it? (counts it toward the retry budget when allowed). */
+    async admit(dep: string, isRetry: boolean): Promise<Admission> {
+      await r.tickBreakerState(base(dep), openSet, dep); // lets open → half_open happen
+      return r.tickBreakerAdmit(base(dep), isRetry ? 1 : 0, policy.windowMs, policy.bucketMs, policy.minRequests, policy.retryBudget, policy.probeTimeoutMs);
+    },
+    /** An admitted attempt that did not run after all (stale message, lost lease): free the half-open probe slot. */
+    async release(dep: string): Promise<void> {
+      await options.redis.del(`${base(dep)}:probe`);
+    },
+    /** After an attempt: success, or a failure that says the dependency is unwell (5xx, 429, timeouts). */
+    async record(dep: string, ok: boolean): Promise<RecordResult> {
+      return r.tickBreakerRecord(base(dep), openSet, dep, ok ? 1 : 0, policy.windowMs, policy.bucketMs, policy.minRequests, policy.failureRate, policy.openMs);
+    },
+    async state(dep: string): Promise<BreakerState> {
+      return r.tickBreakerState(base(dep), openSet, dep);
+    },
+    /** Dependencies whose breaker is open now (schedulers hold their jobs). */
+    async openDependencies(): Promise<string[]> {
+      const deps = await options.redis.smembers(openSet);
+      const states = await Promise.all(deps.map((d) => r.tickBreakerState(base(d), openSet, d)));
+      return deps.filter((_, i) => states[i] === "open");
+    },
+  };
+}
+
+export type Breakers = ReturnType<typeof createBreakers>;
