@@ -62,8 +62,10 @@ export async function createWorld(): Promise<World> {
           region: "test",
           redisPrefix: redis.prefix,
           shardCount: SHARDS,
-          leaseTtlMs: 1_500,
-          leaseRenewIntervalMs: 500,
+          // Long by default: most tests drive rounds by hand, without the renewal loop. The takeover
+          // test passes a short TTL explicitly.
+          leaseTtlMs: 30_000,
+          leaseRenewIntervalMs: 5_000,
           dispatchIntervalMs: 50,
           dispatchBatch: 500,
           maxQueuedPerShard: 100_000,

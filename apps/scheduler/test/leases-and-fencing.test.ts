@@ -30,7 +30,8 @@ describe("shard leases", () => {
   });
 
   it("a scheduler frozen past its lease TTL is fenced out after resuming: its writes are refused and counted, no job is dispatched twice", async () => {
-    const stale = w.startScheduler("stale");
+    const short = { leaseTtlMs: 1_500, leaseRenewIntervalMs: 500 };
+    const stale = w.startScheduler("stale", short);
     await stale.init();
     await stale.leaseTick();
     const staleEpochs = new Map(stale.heldShards().map((l) => [l.shard, BigInt(l.epoch)]));
@@ -38,7 +39,7 @@ describe("shard leases", () => {
 
     // Freeze it (no renewals, no loops), as a GC pause or SIGSTOP would.
     await stale.pause();
-    const fresh = w.startScheduler("fresh");
+    const fresh = w.startScheduler("fresh", short);
     await waitFor(async () => (await fresh.leaseTick()).length === SHARDS, { timeoutMs: 10_000, description: "takeover after the TTL" });
     for (const lease of fresh.heldShards()) expect(BigInt(lease.epoch)).toBeGreaterThan(staleEpochs.get(lease.shard)!);
 

@@ -21,8 +21,7 @@ describe("outbox relay", () => {
   it("with the broker unreachable, the backlog grows and nothing is marked published; it all drains after", async () => {
     const redisUrl = new URL(w.redis.url);
     proxy = await startTcpProxy({ targetHost: redisUrl.hostname, targetPort: Number(redisUrl.port || 6379) });
-    // A long lease: this test drives steps by hand (no renewal loop) and waits on Redis timeouts meanwhile.
-    const s = w.startScheduler("s", { leaseTtlMs: 30_000, leaseRenewIntervalMs: 5_000 }, { redisUrl: proxy.url(w.redis.url) });
+    const s = w.startScheduler("s", {}, { redisUrl: proxy.url(w.redis.url) });
     await s.init();
     await s.leaseTick();
     const t = await w.createTenant();
