@@ -5,3 +5,4 @@ export * from "./queues.js";
 export * from "./keys.js";
 export * from "./routes.js";
 export * from "./openapi.js";
+export * from "./webhooks.js";

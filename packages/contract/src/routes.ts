@@ -13,6 +13,7 @@ import {
 } from "./jobs.js";
 import { apiKeySchema, createApiKeySchema, createdApiKeySchema } from "./keys.js";
 import { createQueueSchema, queueNameSchema, queueSchema, updateQueueSchema } from "./queues.js";
+import { rotateSecretSchema, signingSecretListSchema } from "./webhooks.js";
 import type { ApiKeyScope } from "./scopes.js";
 
 export interface RouteResponse {
@@ -182,6 +183,25 @@ export const routes = {
     params: idParams,
     responses: { 200: { description: "Revoked", schema: apiKeySchema } },
     errors: ["not_found", "validation_failed"],
+  },
+  listSigningSecrets: {
+    method: "get",
+    path: "/webhooks/secrets",
+    summary: "Webhook signing secrets currently valid (newest first)",
+    description: "Completion webhooks are signed with every secret listed here (Standard Webhooks). The first call creates the tenant's first secret.",
+    scope: "webhooks:write",
+    responses: { 200: { description: "Valid secrets", schema: signingSecretListSchema } },
+    errors: [],
+  },
+  rotateSigningSecret: {
+    method: "post",
+    path: "/webhooks/secrets/rotate",
+    summary: "Rotate the webhook signing secret",
+    description: "Adds a new secret; the current ones keep signing for `overlapSeconds`, so receivers can switch without missing a webhook.",
+    scope: "webhooks:write",
+    body: rotateSecretSchema,
+    responses: { 200: { description: "Valid secrets after the rotation", schema: signingSecretListSchema } },
+    errors: ["bad_request", "validation_failed"],
   },
 } as const satisfies Record<string, RouteDef>;
 

@@ -34,3 +34,8 @@ export function apiKeyMatches(key: string, storedHash: string): boolean {
   const b = Buffer.from(storedHash, "hex");
   return a.length === b.length && timingSafeEqual(a, b);
 }
+
+/** A webhook signing secret in the Standard Webhooks format: "whsec_" + base64 of 24 random bytes. */
+export function generateSigningSecret(): string {
+  return `whsec_${randomBytes(24).toString("base64")}`;
+}

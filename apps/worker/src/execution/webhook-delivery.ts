@@ -1,9 +1,9 @@
 import type pg from "pg";
 import { z } from "zod";
-import { sql } from "@tick/db";
+import { generateSigningSecret, sql } from "@tick/db";
 import type { Logger } from "@tick/runtime";
 import type { HttpCaller } from "./http-call.js";
-import { generateSigningSecret, signWebhook } from "./webhook-signing.js";
+import { signWebhook } from "./webhook-signing.js";
 
 const messageSchema = z.object({ deliveryId: z.uuid(), try: z.number().int().optional() });
 

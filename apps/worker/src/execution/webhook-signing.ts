@@ -1,9 +1,4 @@
-import { createHmac, randomBytes } from "node:crypto";
-
-/** A new signing secret in the Standard Webhooks format: "whsec_" + base64 of 24 random bytes. */
-export function generateSigningSecret(): string {
-  return `whsec_${randomBytes(24).toString("base64")}`;
-}
+import { createHmac } from "node:crypto";
 
 /**
  * Standard Webhooks signature: base64(HMAC-SHA256(key, `${id}.${timestamp}.${body}`)) with the key the

@@ -117,3 +117,12 @@ export async function recordDeliveryTry(
     [deliveryId, result.status, result.error, result.delivered, result.retryInMs],
   );
 }
+
+export async function listSigningSecrets(db: Queryable, tenantId: string): Promise<{ secret: string; created_at: Date; expires_at: Date | null }[]> {
+  const { rows } = await db.query<{ secret: string; created_at: Date; expires_at: Date | null }>(
+    `SELECT secret, created_at, expires_at FROM signing_secrets
+      WHERE tenant_id = $1 AND (expires_at IS NULL OR expires_at > now()) ORDER BY created_at DESC`,
+    [tenantId],
+  );
+  return rows;
+}

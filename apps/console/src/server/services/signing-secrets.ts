@@ -1,0 +1,20 @@
+import { generateSigningSecret, sql, type Queryable } from "@tick/db";
+
+const view = (rows: Awaited<ReturnType<typeof sql.listSigningSecrets>>) => ({
+  data: rows.map((r) => ({ secret: r.secret, createdAt: r.created_at.toISOString(), expiresAt: r.expires_at ? r.expires_at.toISOString() : null })),
+});
+
+/** The tenant's valid signing secrets; the first call mints one. */
+export async function listSigningSecrets(db: Queryable, tenantId: string) {
+  let rows = await sql.listSigningSecrets(db, tenantId);
+  if (rows.length === 0) {
+    await sql.insertSigningSecret(db, tenantId, generateSigningSecret());
+    rows = await sql.listSigningSecrets(db, tenantId);
+  }
+  return view(rows);
+}
+
+export async function rotateSigningSecret(db: Queryable, tenantId: string, overlapSeconds: number) {
+  await sql.rotateSigningSecret(db, tenantId, generateSigningSecret(), overlapSeconds * 1000);
+  return view(await sql.listSigningSecrets(db, tenantId));
+}
