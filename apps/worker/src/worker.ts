@@ -5,6 +5,7 @@ import type { Registry } from "prom-client";
 import { ATTEMPT_QUEUE, type Cidr } from "@tick/core";
 import { createBreakers, type BreakerPolicy } from "@tick/breaker";
 import { createDueIndex } from "@tick/due-index";
+import { ensureSigningSecrets } from "@tick/db";
 import { NO_FAULTS, type FaultPoints, type Logger } from "@tick/runtime";
 import { runAttempt } from "./execution/attempt-runner.js";
 import { deliverWebhook } from "./execution/webhook-delivery.js";
@@ -45,8 +46,19 @@ export function createAttemptWorker(deps: WorkerDeps) {
   const metrics = createWorkerMetrics(deps.registry);
   const http = createHttpCaller({ allowedCidrs: config.allowedCidrs, maxResponseBytes: config.maxResponseBytes, connections: config.concurrency });
   const dueIndex = createDueIndex({ redis: deps.indexRedis, prefix: config.redisPrefix });
+  // Secrets change rarely (rotation keeps the old ones valid for an overlap): a 30 s cache is enough.
+  const secretCache = new Map<string, { at: number; secrets: Promise<string[]> }>();
+  const secretsFor = (tenantId: string) => {
+    const hit = secretCache.get(tenantId);
+    if (hit && Date.now() - hit.at < 30_000) return hit.secrets;
+    const secrets = ensureSigningSecrets(pool, tenantId).then((rows) => rows.map((r) => r.secret));
+    secretCache.set(tenantId, { at: Date.now(), secrets });
+    secrets.catch(() => secretCache.delete(tenantId));
+    return secrets;
+  };
   const runnerDeps = {
     pool,
+    secretsFor,
     breakers: createBreakers({ redis: deps.indexRedis, prefix: config.redisPrefix, policy: config.breaker }),
     http,
     logger,

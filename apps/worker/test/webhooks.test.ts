@@ -29,6 +29,10 @@ describe("completion webhooks (Standard Webhooks)", () => {
     await waitFor(() => webhooksAt("/done").length === 1, { description: "first webhook" });
     const [oldSecret] = await secretsOf(t.id);
     const hook = webhooksAt("/done")[0]!;
+    // The call to the job's own target was signed too (attempt ID as the message id).
+    const work = webhooksAt("/work")[0]!;
+    const workHeaders = { "webhook-id": work.attemptId!, "webhook-timestamp": work.headers["tick-timestamp"] as string, "webhook-signature": work.headers["tick-signature"] as string };
+    expect(() => new Webhook(oldSecret!).verify(work.body, workHeaders)).not.toThrow();
     const payload = new Webhook(oldSecret!).verify(hook.body, hook.headers as Record<string, string>) as { type: string; data: { jobId: string; status: string } };
     expect(payload).toMatchObject({ type: "job.succeeded", data: { jobId: first, status: "succeeded" } });
     expect(() => new Webhook(`whsec_${Buffer.from("not the secret, 24 bytes").toString("base64")}`).verify(hook.body, hook.headers as Record<string, string>)).toThrow();

@@ -5,3 +5,4 @@ export * from "./shards.js";
 export * from "./seed.js";
 export * as sql from "./sql/index.js";
 export { inTransaction, type Queryable } from "./sql/types.js";
+export * from "./signing-secrets.js";

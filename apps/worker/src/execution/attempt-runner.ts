@@ -5,6 +5,7 @@ import { sql } from "@tick/db";
 import type { FaultPoints, Logger } from "@tick/runtime";
 import type { WorkerMetrics } from "../metrics.js";
 import type { HttpCaller, HttpCallResult } from "./http-call.js";
+import { signTargetRequest } from "./webhook-signing.js";
 
 export interface AttemptRunnerConfig {
   workerId: string;
@@ -19,6 +20,8 @@ export interface AttemptRunnerDeps {
   metrics: WorkerMetrics;
   faults: FaultPoints;
   breakers: Breakers;
+  /** The tenant's valid signing secrets (cached by the caller). */
+  secretsFor: (tenantId: string) => Promise<string[]>;
   /** After a retry commits: tell the due index (best effort). */
   noteDue: (shard: number, tenantId: string, dueAtMs: number) => Promise<void>;
   random?: () => number;
@@ -126,6 +129,7 @@ export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerC
       });
   }, config.heartbeatMs);
 
+  const secrets = await deps.secretsFor(started.tenant_id).catch(() => []);
   let result: HttpCallResult;
   try {
     result = await deps.http.call({
@@ -138,6 +142,7 @@ export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerC
         "tick-attempt-id": msg.attemptId,
         "tick-attempt-number": String(started.attempt_number),
         "tick-fencing-token": started.fencing_token,
+        ...signTargetRequest(secrets, msg.attemptId, Math.floor(Date.now() / 1000), started.body),
         "user-agent": "tick-scheduler/1",
         ...(started.body !== null && !Object.keys(started.headers).some((h) => h.toLowerCase() === "content-type") ? { "content-type": "application/json" } : {}),
       },

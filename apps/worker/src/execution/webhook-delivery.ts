@@ -1,6 +1,6 @@
 import type pg from "pg";
 import { z } from "zod";
-import { generateSigningSecret, sql } from "@tick/db";
+import { ensureSigningSecrets, sql } from "@tick/db";
 import type { Logger } from "@tick/runtime";
 import type { HttpCaller } from "./http-call.js";
 import { signWebhook } from "./webhook-signing.js";
@@ -32,8 +32,8 @@ export async function deliverWebhook(
   let delivery = await sql.loadPendingDelivery(deps.pool, parsed.data.deliveryId);
   if (!delivery) return "skipped"; // already delivered or failed: a duplicate message
   if (delivery.secrets.length === 0) {
-    // First webhook of this tenant: mint its signing secret (two workers racing both add one; both sign).
-    await sql.insertSigningSecret(deps.pool, delivery.tenant_id, generateSigningSecret());
+    // First webhook of this tenant: mint its signing secret.
+    await ensureSigningSecrets(deps.pool, delivery.tenant_id);
     delivery = await sql.loadPendingDelivery(deps.pool, parsed.data.deliveryId);
     if (!delivery) return "skipped";
   }

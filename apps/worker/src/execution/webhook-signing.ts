@@ -13,3 +13,14 @@ export function signWebhook(secrets: string[], id: string, timestampSeconds: num
     })
     .join(" ");
 }
+
+/**
+ * Signs a request to a job's own target the same way, so the endpoint can check it came from Tick:
+ * `Tick-Signature: v1,<base64 HMAC-SHA256(key, "<attempt id>.<timestamp>.<body>")>` (one per valid
+ * secret), with `Tick-Timestamp`. Verifiable with any Standard Webhooks library by passing the attempt
+ * ID as the message id.
+ */
+export function signTargetRequest(secrets: string[], attemptId: string, timestampSeconds: number, body: string | null): Record<string, string> {
+  if (secrets.length === 0) return {};
+  return { "tick-timestamp": String(timestampSeconds), "tick-signature": signWebhook(secrets, attemptId, timestampSeconds, body ?? "") };
+}

@@ -1,4 +1,4 @@
-import { generateSigningSecret, sql, type Queryable } from "@tick/db";
+import { ensureSigningSecrets, generateSigningSecret, sql, type Queryable } from "@tick/db";
 
 const view = (rows: Awaited<ReturnType<typeof sql.listSigningSecrets>>) => ({
   data: rows.map((r) => ({ secret: r.secret, createdAt: r.created_at.toISOString(), expiresAt: r.expires_at ? r.expires_at.toISOString() : null })),
@@ -6,12 +6,7 @@ const view = (rows: Awaited<ReturnType<typeof sql.listSigningSecrets>>) => ({
 
 /** The tenant's valid signing secrets; the first call mints one. */
 export async function listSigningSecrets(db: Queryable, tenantId: string) {
-  let rows = await sql.listSigningSecrets(db, tenantId);
-  if (rows.length === 0) {
-    await sql.insertSigningSecret(db, tenantId, generateSigningSecret());
-    rows = await sql.listSigningSecrets(db, tenantId);
-  }
-  return view(rows);
+  return view(await ensureSigningSecrets(db, tenantId));
 }
 
 export async function rotateSigningSecret(db: Queryable, tenantId: string, overlapSeconds: number) {
