@@ -47,7 +47,11 @@ describe("completion webhooks (Standard Webhooks)", () => {
       const verified = new Webhook(secret).verify(hook2.body, hook2.headers as Record<string, string>) as { data: { jobId: string } };
       expect(verified.data.jobId).toBe(second);
     }
-    const log = await w.pool.query(`SELECT status, attempts FROM webhook_deliveries WHERE tenant_id = $1 ORDER BY created_at`, [t.id]);
+    // The sink has answered; the worker records the try right after.
+    const log = await waitFor(async () => {
+      const r = await w.pool.query(`SELECT status, attempts FROM webhook_deliveries WHERE tenant_id = $1 ORDER BY created_at`, [t.id]);
+      return r.rows.every((row) => row.status !== "pending") ? r : null;
+    }, { description: "both deliveries recorded" });
     expect(log.rows).toEqual([
       { status: "delivered", attempts: 1 },
       { status: "delivered", attempts: 1 },
