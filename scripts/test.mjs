@@ -40,12 +40,19 @@ function withDatabase(url, name) {
 }
 
 async function unitAndIntegration(env) {
-  log("unit and integration tests (vitest)");
-  const report = path.join(resultsDir, "vitest.json");
+  log("unit and integration tests (vitest, TZ=UTC)");
+  await vitestRun(env, "vitest.json", []);
+  // Recurrence must not depend on the machine's zone: its suite runs again under a non-UTC TZ.
+  log("recurrence tests again under TZ=Pacific/Chatham");
+  await vitestRun({ ...env, TZ: "Pacific/Chatham" }, "vitest-recurrence-tz.json", ["--project", "@tick/recurrence"]);
+}
+
+async function vitestRun(env, reportName, extraArgs) {
+  const report = path.join(resultsDir, reportName);
   fs.rmSync(report, { force: true });
   const code = await exec(
     process.execPath,
-    [path.join(ROOT, "node_modules/vitest/vitest.mjs"), "run", "--config", path.join(ROOT, "vitest.all.config.ts"), "--reporter=default", "--reporter=json", `--outputFile.json=${report}`],
+    [path.join(ROOT, "node_modules/vitest/vitest.mjs"), "run", "--config", path.join(ROOT, "vitest.all.config.ts"), ...extraArgs, "--reporter=default", "--reporter=json", `--outputFile.json=${report}`],
     { env },
   );
   if (!fs.existsSync(report)) {
