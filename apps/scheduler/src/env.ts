@@ -41,6 +41,12 @@ export const schedulerEnvSchema = z
     SCHEDULER_PUBLISH_TIMEOUT: durationSchema.default(5_000),
     /** How often each held shard's Redis due index is compared with Postgres and repaired. */
     SCHEDULER_RECONCILE_INTERVAL: durationSchema.default(5_000),
+    /** Schedule occurrences become jobs this long before they are due (so they wait in the index on time). */
+    SCHEDULER_RECURRENCE_LOOKAHEAD: durationSchema.default(2_000),
+    /** How often each held shard looks for due schedule occurrences. */
+    SCHEDULER_RECURRENCE_INTERVAL: durationSchema.default(500),
+    /** How long occurrence jobs hold their idempotency keys (as the API's TICK_IDEMPOTENCY_TTL). */
+    TICK_IDEMPOTENCY_TTL: durationSchema.default(24 * 3_600_000),
     /** Test only: fault points to enable (see packages/runtime/src/fault-points.ts). */
     TICK_FAULT_POINTS: z.string().optional(),
   })

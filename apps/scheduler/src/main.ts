@@ -40,6 +40,9 @@ void runService({
         strandedAfterMs: env.SCHEDULER_STRANDED_AFTER,
         publishTimeoutMs: env.SCHEDULER_PUBLISH_TIMEOUT,
         reconcileIntervalMs: env.SCHEDULER_RECONCILE_INTERVAL,
+        recurrenceLookaheadMs: env.SCHEDULER_RECURRENCE_LOOKAHEAD,
+        recurrenceIntervalMs: env.SCHEDULER_RECURRENCE_INTERVAL,
+        idempotencyTtlMs: env.TICK_IDEMPOTENCY_TTL,
       },
     });
     await scheduler.start();

@@ -20,6 +20,8 @@ export function createSchedulerMetrics(registry: Registry) {
     pollingRounds: new Counter({ name: "tick_due_polling_rounds_total", help: "Dispatch rounds that polled Postgres because the due index was unavailable", labelNames: ["shard"], registers: [registry] }),
     dueIndexRebuilds: new Counter({ name: "tick_due_index_rebuilds_total", help: "Completed rebuilds of a shard's due index from Postgres", labelNames: ["shard"], registers: [registry] }),
     dueIndexRepairs: new Counter({ name: "tick_due_index_repairs_total", help: "Due tenants missing from the index found by reconciliation", labelNames: ["shard"], registers: [registry] }),
+    occurrences: new Counter({ name: "tick_schedule_occurrences_total", help: "Jobs created from schedule occurrences", registers: [registry] }),
+    misfires: new Counter({ name: "tick_schedule_misfires_total", help: "Schedule occurrences missed during downtime (then handled by the misfire policy)", labelNames: ["policy"], registers: [registry] }),
     shardsHeld: new Gauge({ name: "tick_shards_held", help: "Shard leases this scheduler holds", registers: [registry] }),
   };
 }

@@ -13,6 +13,7 @@ import { ShardLeaseManager, type HeldLease } from "./leases/shard-lease-manager.
 import { createSchedulerMetrics } from "./metrics.js";
 import { OutboxRelay } from "./outbox/outbox-relay.js";
 import { Reaper } from "./reaper/reaper.js";
+import { Materializer } from "./recurrence/materializer.js";
 
 export const WEBHOOK_QUEUE = "webhooks";
 
@@ -35,6 +36,10 @@ export interface SchedulerConfig {
   publishTimeoutMs: number;
   /** How often the due index is compared with Postgres and repaired. */
   reconcileIntervalMs: number;
+  /** Schedule occurrences are turned into jobs this long before they are due. */
+  recurrenceLookaheadMs: number;
+  recurrenceIntervalMs: number;
+  idempotencyTtlMs: number;
 }
 
 export interface SchedulerDeps {
@@ -131,6 +136,14 @@ export function createScheduler(deps: SchedulerDeps) {
     dueIndex.noteDue(shard, tenantId, dueAtMs).catch(() => {}),
   );
 
+  const materializer = new Materializer(
+    pool,
+    { holder: config.id, lookaheadMs: config.recurrenceLookaheadMs, idempotencyTtlMs: config.idempotencyTtlMs, batch: 200 },
+    logger,
+    metrics,
+    (shard, tenantId, dueAtMs) => dueIndex.noteDue(shard, tenantId, dueAtMs),
+  );
+
   let held: HeldLease[] = [];
   const leaseTick = async () => {
     held = await leases.tick();
@@ -151,6 +164,12 @@ export function createScheduler(deps: SchedulerDeps) {
     await relay.refreshBacklogMetrics();
     return total;
   };
+  const materializeOnce = async () => {
+    let created = 0;
+    for (const lease of held) created += (await materializer.runShard(lease)).created;
+    if (created > 0) dispatchLoop.wake();
+    return created;
+  };
   const reconcileOnce = async () => {
     let repaired = 0;
     for (const lease of held) repaired += await dueSource.reconcile(lease.shard);
@@ -167,7 +186,8 @@ export function createScheduler(deps: SchedulerDeps) {
   const relayLoop = new Loop("relay", Math.max(50, config.dispatchIntervalMs), relayOnce, logger);
   const reaperLoop = new Loop("reaper", config.reaperIntervalMs, reapOnce, logger);
   const reconcileLoop = new Loop("reconcile", config.reconcileIntervalMs, reconcileOnce, logger);
-  const loops = [leaseLoop, dispatchLoop, relayLoop, reaperLoop, reconcileLoop];
+  const recurrenceLoop = new Loop("recurrence", config.recurrenceIntervalMs, materializeOnce, logger);
+  const loops = [leaseLoop, dispatchLoop, relayLoop, reaperLoop, reconcileLoop, recurrenceLoop];
 
   return {
     metrics,
@@ -178,6 +198,7 @@ export function createScheduler(deps: SchedulerDeps) {
     relayOnce,
     reapOnce,
     reconcileOnce,
+    materializeOnce,
     dueIndex,
     async init() {
       await leases.init();

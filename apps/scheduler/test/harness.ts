@@ -25,7 +25,8 @@ export interface World {
   close(): Promise<void>;
 }
 
-const quietLogger = () => createLogger({ name: "scheduler-test", level: "silent", destination: new PassThrough() });
+const quietLogger = () =>
+  process.env.TICK_TEST_LOG ? createLogger({ name: "scheduler-test", level: process.env.TICK_TEST_LOG, destination: process.stderr }) : createLogger({ name: "scheduler-test", level: "silent", destination: new PassThrough() });
 
 export async function createWorld(): Promise<World> {
   const db = await createTestDatabase(testServerUrl());
@@ -76,6 +77,9 @@ export async function createWorld(): Promise<World> {
           strandedAfterMs: 60_000,
           publishTimeoutMs: 1_000,
           reconcileIntervalMs: 1_000,
+          recurrenceLookaheadMs: 0,
+          recurrenceIntervalMs: 100,
+          idempotencyTtlMs: 86_400_000,
           ...overrides,
         },
       });

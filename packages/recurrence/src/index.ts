@@ -38,7 +38,7 @@ export interface Occurrence {
 
 const MINUTE = 60_000;
 const DAY = 86_400_000;
-const MAX_OFFSET = 15 * 60 * MINUTE;
+const HOUR = 60 * MINUTE;
 
 export class RecurrenceError extends Error {}
 
@@ -93,16 +93,25 @@ export function nextOccurrences(rule: RecurrenceRule, after: Date, count: number
   if (problems.length) throw new RecurrenceError(problems.join("; "));
   const zone = IANAZone.create(rule.timezone);
   const afterMs = after.getTime();
-  // Start early enough that an overlap's second instance or a gap-shifted time still counts.
-  const startWall = afterMs + zone.offset(afterMs) * MINUTE - 2 * MAX_OFFSET;
+  // Near a transition, a wall time before `after`'s own can still resolve after it (an overlap's second
+  // instance, a gap shifted forward): then start a few hours early. Elsewhere start right at it, so a
+  // per-second schedule does not walk hours of candidates.
+  const offsetAfter = zone.offset(afterMs);
+  const nearTransition = zone.offset(afterMs - 4 * HOUR) !== offsetAfter || zone.offset(afterMs + 4 * HOUR) !== offsetAfter;
+  const startWall = afterMs + offsetAfter * MINUTE - (nearTransition ? 4 * HOUR : 0);
   const walls = CronExpressionParser.parse(rule.cron, { currentDate: new Date(startWall - 1000), tz: "UTC" });
 
   const found = new Map<number, Occurrence>();
   const sorted = () => [...found.values()].sort((a, b) => a.at.getTime() - b.at.getTime());
   for (let guard = 0; guard < 100_000; guard++) {
     const wallMs = walls.next().getTime();
-    // No later wall time can resolve before the count-th instant found so far: done.
-    if (found.size >= count && wallMs - MAX_OFFSET > sorted()[count - 1]!.at.getTime()) break;
+    // No later wall time can resolve before the count-th instant found so far: done. (A wall time W
+    // resolves no earlier than W minus the largest offset in force around it.)
+    if (found.size >= count) {
+      const kth = sorted()[count - 1]!.at.getTime();
+      const maxOffset = Math.max(zone.offset(kth - DAY), zone.offset(kth), zone.offset(kth + DAY)) * MINUTE;
+      if (wallMs - maxOffset > kth) break;
+    }
     const { instants, gapEnd } = resolveWall(zone, wallMs);
     const picks: { at: number; dst?: Occurrence["dst"] }[] = [];
     if (gapEnd !== undefined) {
@@ -152,3 +161,4 @@ export function occurrenceKey(scheduleId: string, occurrence: Occurrence): strin
   const abs = Math.abs(occurrence.offsetMinutes);
   return `schedule:${scheduleId}:${occurrence.nominal}${sign}${String(Math.floor(abs / 60)).padStart(2, "0")}:${String(abs % 60).padStart(2, "0")}`;
 }
+export * from "./misfire.js";

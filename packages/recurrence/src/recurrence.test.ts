@@ -50,6 +50,14 @@ describe("nextOccurrences", () => {
     expect(got.map((o) => o.at.toISOString())).toEqual(["2026-01-01T00:00:20.000Z", "2026-01-01T00:00:40.000Z", "2026-01-01T00:01:00.000Z"]);
   });
 
+  it("finds the next occurrences of a per-second schedule without walking hours of candidates", () => {
+    const from = new Date("2026-06-01T12:00:00.500Z");
+    const got = nextOccurrences(rule("* * * * * *"), from, 1000);
+    expect(got).toHaveLength(1000);
+    expect(got[0]!.at.toISOString()).toBe("2026-06-01T12:00:01.000Z");
+    expect(got[999]!.at.getTime() - got[0]!.at.getTime()).toBe(999_000);
+  });
+
   it("lists the occurrences in a range (what misfire handling counts)", () => {
     const missed = occurrencesBetween(rule("0 * * * *", "UTC"), new Date("2026-01-01T00:00:00Z"), new Date("2026-01-01T05:30:00Z"), 100);
     expect(missed).toHaveLength(5);

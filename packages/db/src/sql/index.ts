@@ -7,3 +7,4 @@ export * from "./outbox.js";
 export * from "./reaper.js";
 export * from "./attempts.js";
 export * from "./webhooks.js";
+export * from "./schedules.js";

@@ -1,0 +1,89 @@
+import { randomUUID } from "node:crypto";
+import type pg from "pg";
+import { dependencyOf } from "@tick/core";
+import { sql } from "@tick/db";
+import { occurrenceKey, planOccurrences } from "@tick/recurrence";
+import type { Logger } from "@tick/runtime";
+import { withShardFence } from "../leases/shard-fence.js";
+import type { HeldLease } from "../leases/shard-lease-manager.js";
+import type { SchedulerMetrics } from "../metrics.js";
+
+export interface MaterializerConfig {
+  holder: string;
+  lookaheadMs: number;
+  idempotencyTtlMs: number;
+  batch: number;
+}
+
+/**
+ * Turns due schedule occurrences into jobs (S14), applying each schedule's misfire policy after
+ * downtime (S2, S12), inside the shard-fenced transaction. Occurrence jobs carry an idempotency key
+ * derived from the schedule and the nominal local time, backed by unique constraints, so a second
+ * scheduler (or a stale one) can never create an occurrence twice.
+ */
+export class Materializer {
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly config: MaterializerConfig,
+    private readonly logger: Logger,
+    private readonly metrics: SchedulerMetrics,
+    private readonly noteDue: (shard: number, tenantId: string, dueAtMs: number) => Promise<void>,
+  ) {}
+
+  async runShard(lease: HeldLease): Promise<{ fenced: boolean; created: number }> {
+    const created: { tenantId: string; dueAtMs: number }[] = [];
+    const result = await withShardFence(
+      this.pool,
+      this.config.holder,
+      lease,
+      async (client) => {
+        let total = 0;
+        for (const s of await sql.lockDueSchedules(client, lease.shard, this.config.lookaheadMs, this.config.batch)) {
+          const plan = planOccurrences({
+            rule: { cron: s.cron, timezone: s.timezone, dstGap: s.dst_gap_policy, dstOverlap: s.dst_overlap_policy },
+            misfire: s.misfire_policy,
+            maxCatchUp: s.max_catch_up,
+            misfireThresholdMs: s.misfire_threshold_ms,
+            since: s.last_fire_at ?? new Date(s.created_at.getTime() - 1),
+            now: s.db_now,
+            lookaheadMs: this.config.lookaheadMs,
+          });
+          const template = s.job_template as { target: { url: string }; dependencyKey?: string | null };
+          const schedule = { ...s, job_template: { ...s.job_template, dependencyKey: dependencyOf(template.target.url, template.dependencyKey) } };
+          const n = await sql.insertOccurrenceJobs(
+            client,
+            schedule,
+            plan.runs.map((r) => ({
+              id: randomUUID(),
+              dueAt: r.occurrence.at,
+              occurrenceAt: r.occurrence.at,
+              idempotencyKey: occurrenceKey(s.id, r.occurrence),
+              metadata: {
+                occurrence: {
+                  nominal: r.occurrence.nominal,
+                  offsetMinutes: r.occurrence.offsetMinutes,
+                  ...(r.occurrence.dst ? { dst: r.occurrence.dst } : {}),
+                  ...(r.coalesced ? { coalesced: r.coalesced } : {}),
+                },
+              },
+            })),
+            this.config.idempotencyTtlMs,
+          );
+          await sql.advanceSchedule(client, s.id, s.version, plan.nextFireAt, plan.through);
+          total += n;
+          if (plan.runs.length) created.push({ tenantId: s.tenant_id, dueAtMs: Math.min(...plan.runs.map((r) => r.occurrence.at.getTime())) });
+          if (plan.missed) {
+            this.metrics.misfires.inc({ policy: s.misfire_policy }, plan.missed);
+            this.logger.warn({ scheduleId: s.id, tenantId: s.tenant_id, missed: plan.missed, dropped: plan.dropped, policy: s.misfire_policy }, "schedule missed occurrences (downtime); misfire policy applied");
+          }
+        }
+        return total;
+      },
+      (stale) => this.metrics.staleWrites.inc({ shard: String(stale.shard), component: "recurrence" }),
+    );
+    if (!result.ok) return { fenced: false, created: 0 };
+    for (const c of created) await this.noteDue(lease.shard, c.tenantId, c.dueAtMs).catch(() => {});
+    this.metrics.occurrences.inc(result.value);
+    return { fenced: true, created: result.value };
+  }
+}
