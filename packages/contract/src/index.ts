@@ -6,3 +6,4 @@ export * from "./keys.js";
 export * from "./routes.js";
 export * from "./openapi.js";
 export * from "./webhooks.js";
+export * from "./schedules.js";

@@ -14,6 +14,7 @@ import {
 import { apiKeySchema, createApiKeySchema, createdApiKeySchema } from "./keys.js";
 import { createQueueSchema, queueNameSchema, queueSchema, updateQueueSchema } from "./queues.js";
 import { rotateSecretSchema, signingSecretListSchema } from "./webhooks.js";
+import { createScheduleSchema, previewQuerySchema, previewRuleSchema, previewSchema, schedulePageSchema, scheduleSchema, updateScheduleSchema } from "./schedules.js";
 import type { ApiKeyScope } from "./scopes.js";
 
 export interface RouteResponse {
@@ -182,6 +183,89 @@ export const routes = {
     scope: "keys:write",
     params: idParams,
     responses: { 200: { description: "Revoked", schema: apiKeySchema } },
+    errors: ["not_found", "validation_failed"],
+  },
+  listSchedules: {
+    method: "get",
+    path: "/schedules",
+    summary: "List schedules",
+    scope: "schedules:read",
+    query: z.object({ limit: z.coerce.number().int().min(1).max(200).default(50), cursor: z.string().max(500).optional() }),
+    responses: { 200: { description: "A page of schedules", schema: schedulePageSchema } },
+    errors: ["validation_failed"],
+  },
+  createSchedule: {
+    method: "post",
+    path: "/schedules",
+    summary: "Create a recurring schedule (cron in an IANA zone, with DST and misfire policies)",
+    scope: "schedules:write",
+    body: createScheduleSchema,
+    responses: { 201: { description: "Created", schema: scheduleSchema } },
+    errors: ["bad_request", "validation_failed", "target_not_allowed", "conflict"],
+  },
+  previewRule: {
+    method: "post",
+    path: "/schedules/preview",
+    summary: "Preview the next fire times of an unsaved rule",
+    scope: "schedules:read",
+    body: previewRuleSchema,
+    responses: { 200: { description: "Next occurrences", schema: previewSchema } },
+    errors: ["bad_request", "validation_failed"],
+  },
+  getSchedule: {
+    method: "get",
+    path: "/schedules/{id}",
+    summary: "Get a schedule",
+    scope: "schedules:read",
+    params: idParams,
+    responses: { 200: { description: "The schedule", schema: scheduleSchema } },
+    errors: ["not_found"],
+  },
+  updateSchedule: {
+    method: "patch",
+    path: "/schedules/{id}",
+    summary: "Change a schedule's rule, policies or job",
+    scope: "schedules:write",
+    params: idParams,
+    body: updateScheduleSchema,
+    responses: { 200: { description: "Updated", schema: scheduleSchema } },
+    errors: ["bad_request", "not_found", "validation_failed", "target_not_allowed"],
+  },
+  deleteSchedule: {
+    method: "delete",
+    path: "/schedules/{id}",
+    summary: "Delete a schedule (jobs already created stay)",
+    scope: "schedules:write",
+    params: idParams,
+    responses: { 200: { description: "Deleted", schema: scheduleSchema } },
+    errors: ["not_found"],
+  },
+  pauseSchedule: {
+    method: "post",
+    path: "/schedules/{id}/pause",
+    summary: "Pause a schedule (occurrences while paused are not run)",
+    scope: "schedules:write",
+    params: idParams,
+    responses: { 200: { description: "Paused", schema: scheduleSchema } },
+    errors: ["not_found"],
+  },
+  resumeSchedule: {
+    method: "post",
+    path: "/schedules/{id}/resume",
+    summary: "Resume a schedule from now",
+    scope: "schedules:write",
+    params: idParams,
+    responses: { 200: { description: "Resumed", schema: scheduleSchema } },
+    errors: ["not_found"],
+  },
+  previewSchedule: {
+    method: "get",
+    path: "/schedules/{id}/preview",
+    summary: "Preview a schedule's next fire times, with the DST policy's effect marked",
+    scope: "schedules:read",
+    params: idParams,
+    query: previewQuerySchema,
+    responses: { 200: { description: "Next occurrences", schema: previewSchema } },
     errors: ["not_found", "validation_failed"],
   },
   listSigningSecrets: {

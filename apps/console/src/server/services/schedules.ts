@@ -1,0 +1,170 @@
+import { AppError, dependencyOf, type Cidr } from "@tick/core";
+import type { z } from "zod";
+import type { createScheduleSchema, previewRuleSchema, updateScheduleSchema } from "@tick/contract";
+import type { PrismaClient } from "@tick/db";
+import { nextOccurrences, validateRule, type Occurrence, type RecurrenceRule } from "@tick/recurrence";
+import type { ApiPrincipal } from "../api/authenticate";
+import { assertTargetAllowed } from "../api/target-guard";
+import { writeAudit } from "./audit";
+
+type ScheduleRecord = Awaited<ReturnType<PrismaClient["schedule"]["findFirstOrThrow"]>> & { queue: { name: string } };
+
+export function scheduleView(s: ScheduleRecord) {
+  return {
+    id: s.id,
+    name: s.name,
+    queue: s.queue.name,
+    cron: s.cron,
+    timezone: s.timezone,
+    dstGapPolicy: s.dstGapPolicy,
+    dstOverlapPolicy: s.dstOverlapPolicy,
+    misfirePolicy: s.misfirePolicy,
+    maxCatchUp: s.maxCatchUp,
+    misfireThresholdMs: s.misfireThresholdMs,
+    paused: s.paused,
+    job: s.jobTemplate as Record<string, unknown>,
+    nextFireAt: s.nextFireAt?.toISOString() ?? null,
+    lastFireAt: s.lastFireAt?.toISOString() ?? null,
+    version: s.version,
+    createdAt: s.createdAt.toISOString(),
+    updatedAt: s.updatedAt.toISOString(),
+  };
+}
+
+const offset = (minutes: number) => `${minutes < 0 ? "-" : "+"}${String(Math.floor(Math.abs(minutes) / 60)).padStart(2, "0")}:${String(Math.abs(minutes) % 60).padStart(2, "0")}`;
+
+export const occurrenceView = (o: Occurrence) => ({ at: o.at.toISOString(), local: o.nominal, offset: offset(o.offsetMinutes), ...(o.dst ? { dst: o.dst } : {}) });
+
+function checkRule(rule: Pick<RecurrenceRule, "cron" | "timezone">): void {
+  const problems = validateRule(rule);
+  if (problems.length) {
+    throw new AppError("validation_failed", problems.join("; "), {
+      extra: { errors: problems.map((p) => ({ path: p.split(":")[0]!, message: p.slice(p.indexOf(":") + 2) })) },
+    });
+  }
+}
+
+async function checkTemplate(job: { target: { url: string }; callbackUrl?: string }, allowed: readonly Cidr[]) {
+  await assertTargetAllowed(job.target.url, "job.target.url", allowed);
+  if (job.callbackUrl) await assertTargetAllowed(job.callbackUrl, "job.callbackUrl", allowed);
+}
+
+const first = (rule: RecurrenceRule, after: Date) => nextOccurrences(rule, after, 1)[0]?.at ?? null;
+
+export async function createSchedule(prisma: PrismaClient, principal: ApiPrincipal, input: z.output<typeof createScheduleSchema>, allowed: readonly Cidr[]) {
+  checkRule(input);
+  await checkTemplate(input.job, allowed);
+  const tenantId = principal.tenant.id;
+  const queue = await prisma.queue.findUnique({ where: { tenantId_name: { tenantId, name: input.queue } } });
+  if (!queue) throw new AppError("validation_failed", `Queue "${input.queue}" does not exist.`, { extra: { errors: [{ path: "queue", message: "no such queue" }] } });
+  const now = new Date();
+  const rule = { cron: input.cron, timezone: input.timezone, dstGap: input.dstGapPolicy, dstOverlap: input.dstOverlapPolicy };
+  return prisma.$transaction(async (tx) => {
+    if (await tx.schedule.findUnique({ where: { tenantId_name: { tenantId, name: input.name } } })) {
+      throw new AppError("conflict", `A schedule named "${input.name}" already exists.`);
+    }
+    const created = await tx.schedule.create({
+      data: {
+        tenantId,
+        queueId: queue.id,
+        shard: principal.tenant.shard,
+        name: input.name,
+        cron: input.cron,
+        timezone: input.timezone,
+        dstGapPolicy: input.dstGapPolicy,
+        dstOverlapPolicy: input.dstOverlapPolicy,
+        misfirePolicy: input.misfirePolicy,
+        maxCatchUp: input.maxCatchUp,
+        misfireThresholdMs: input.misfireThresholdMs,
+        paused: input.paused,
+        jobTemplate: { ...input.job, dependencyKey: dependencyOf(input.job.target.url, input.job.dependencyKey) } as object,
+        nextFireAt: first(rule, now),
+        lastFireAt: now,
+      },
+      include: { queue: { select: { name: true } } },
+    });
+    await writeAudit(tx, { tenantId, actorType: "api_key", actorId: principal.keyId, action: "schedule.created", targetType: "schedule", targetId: created.id, details: { name: created.name, cron: created.cron, timezone: created.timezone } });
+    return scheduleView(created);
+  });
+}
+
+async function load(prisma: PrismaClient, tenantId: string, id: string) {
+  const s = await prisma.schedule.findFirst({ where: { id, tenantId }, include: { queue: { select: { name: true } } } });
+  if (!s) throw new AppError("not_found", "No such schedule.");
+  return s;
+}
+
+export async function getSchedule(prisma: PrismaClient, tenantId: string, id: string) {
+  return scheduleView(await load(prisma, tenantId, id));
+}
+
+export async function listSchedules(prisma: PrismaClient, tenantId: string, limit: number, cursor?: string) {
+  const rows = await prisma.schedule.findMany({
+    where: { tenantId },
+    orderBy: { id: "asc" },
+    take: limit + 1,
+    ...(cursor ? { cursor: { id: cursor }, skip: 1 } : {}),
+    include: { queue: { select: { name: true } } },
+  }).catch((err) => {
+    if (cursor) throw new AppError("validation_failed", "The cursor is not valid.", { extra: { errors: [{ path: "cursor", message: "invalid cursor" }] } });
+    throw err;
+  });
+  const page = rows.slice(0, limit);
+  return { data: page.map(scheduleView), nextCursor: rows.length > limit ? page[page.length - 1]!.id : null };
+}
+
+/**
+ * Rule changes and resumes start from now: occurrences from before the change (or while paused) are
+ * not run. A version bump guards against a concurrent change.
+ */
+export async function changeSchedule(
+  prisma: PrismaClient,
+  principal: ApiPrincipal,
+  id: string,
+  change: z.output<typeof updateScheduleSchema> | { paused: boolean },
+  action: string,
+  allowed: readonly Cidr[],
+) {
+  const current = await load(prisma, principal.tenant.id, id);
+  const merged = {
+    cron: "cron" in change && change.cron ? change.cron : current.cron,
+    timezone: "timezone" in change && change.timezone ? change.timezone : current.timezone,
+    dstGap: ("dstGapPolicy" in change && change.dstGapPolicy) || current.dstGapPolicy,
+    dstOverlap: ("dstOverlapPolicy" in change && change.dstOverlapPolicy) || current.dstOverlapPolicy,
+  };
+  checkRule(merged);
+  if ("job" in change && change.job) await checkTemplate(change.job, allowed);
+  const now = new Date();
+  const { job, ...rest } = change as { job?: z.output<typeof updateScheduleSchema>["job"] } & Record<string, unknown>;
+  const { count } = await prisma.schedule.updateMany({
+    where: { id, tenantId: principal.tenant.id, version: current.version },
+    data: {
+      ...rest,
+      ...(job ? { jobTemplate: { ...job, dependencyKey: dependencyOf(job.target.url, job.dependencyKey) } as object } : {}),
+      nextFireAt: first(merged, now),
+      lastFireAt: now,
+      version: { increment: 1 },
+    },
+  });
+  if (count === 0) throw new AppError("conflict", "The schedule changed concurrently; retry.");
+  await writeAudit(prisma, { tenantId: principal.tenant.id, actorType: "api_key", actorId: principal.keyId, action, targetType: "schedule", targetId: id });
+  return getSchedule(prisma, principal.tenant.id, id);
+}
+
+export async function deleteSchedule(prisma: PrismaClient, principal: ApiPrincipal, id: string) {
+  const current = await load(prisma, principal.tenant.id, id);
+  await prisma.schedule.delete({ where: { id } });
+  await writeAudit(prisma, { tenantId: principal.tenant.id, actorType: "api_key", actorId: principal.keyId, action: "schedule.deleted", targetType: "schedule", targetId: id, details: { name: current.name } });
+  return scheduleView(current);
+}
+
+export async function previewSchedule(prisma: PrismaClient, tenantId: string, id: string, count: number, after?: string) {
+  const s = await load(prisma, tenantId, id);
+  return previewRule({ cron: s.cron, timezone: s.timezone, dstGapPolicy: s.dstGapPolicy, dstOverlapPolicy: s.dstOverlapPolicy, count, ...(after ? { after } : {}) });
+}
+
+export function previewRule(input: z.output<typeof previewRuleSchema>) {
+  checkRule(input);
+  const rule = { cron: input.cron, timezone: input.timezone, dstGap: input.dstGapPolicy, dstOverlap: input.dstOverlapPolicy };
+  return { occurrences: nextOccurrences(rule, input.after ? new Date(input.after) : new Date(), input.count).map(occurrenceView) };
+}
