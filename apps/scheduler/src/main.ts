@@ -1,5 +1,5 @@
 import { createPool } from "@tick/db";
-import { createRedis, parseFaultPoints, runService, storeLifecycle } from "@tick/runtime";
+import { appStores, parseFaultPoints, runService } from "@tick/runtime";
 import { loadSchedulerEnv } from "./env.js";
 import { createScheduler } from "./scheduler.js";
 
@@ -10,12 +10,12 @@ void runService({
   loadEnv: loadSchedulerEnv,
   healthPort: (env) => env.SCHEDULER_HEALTH_PORT,
   start: async ({ env, logger, registry }) => {
-    const pool = createPool(env.DATABASE_URL, {
-      max: env.SCHEDULER_DB_POOL_SIZE,
-      applicationName: `tick-scheduler ${env.SCHEDULER_ID}`,
-    });
-    const redis = createRedis(env.REDIS_URL, logger);
-    const indexRedis = createRedis(env.REDIS_URL, logger, { failFast: true, commandTimeoutMs: 500 });
+    const stores = appStores(
+      createPool(env.DATABASE_URL, { max: env.SCHEDULER_DB_POOL_SIZE, applicationName: `tick-scheduler ${env.SCHEDULER_ID}` }),
+      env.REDIS_URL,
+      logger,
+    );
+    const { pool, redis, indexRedis } = stores;
     const scheduler = createScheduler({
       pool,
       redis,
@@ -46,14 +46,9 @@ void runService({
       },
     });
     await scheduler.start();
-    const stores = storeLifecycle(pool, redis);
     return {
       checks: stores.checks,
-      stop: [
-        { name: "stop scheduler (release shards)", run: () => scheduler.stop() },
-        { name: "close due-index redis", run: () => void indexRedis.disconnect() },
-        ...stores.stop,
-      ],
+      stop: [{ name: "stop scheduler (release shards)", run: () => scheduler.stop() }, ...stores.stop],
       info: { schedulerId: env.SCHEDULER_ID, shards: env.TICK_SHARDS, region: env.TICK_REGION, held: scheduler.heldShards().length },
     };
   },

@@ -1,7 +1,7 @@
 import os from "node:os";
 import { z } from "zod";
-import { durationSchema, parseCidrList } from "@tick/core";
-import { baseEnvShape, parseEnv, port, positiveInt } from "@tick/runtime";
+import { durationSchema } from "@tick/core";
+import { baseEnvShape, cidrList, parseEnv, port, positiveInt } from "@tick/runtime";
 
 export const workerEnvSchema = z
   .object({
@@ -22,17 +22,7 @@ export const workerEnvSchema = z
     /** On SIGTERM, how long in-flight attempts may take to finish before the process stops anyway. */
     WORKER_SHUTDOWN_GRACE: durationSchema.default(10_000),
     /** Non-public ranges targets may use (same setting as the console's; re-checked at connect time). */
-    TICK_SSRF_ALLOWED_CIDRS: z
-      .string()
-      .default("")
-      .transform((text, ctx) => {
-        try {
-          return parseCidrList(text);
-        } catch (err) {
-          ctx.addIssue({ code: "custom", message: (err as Error).message });
-          return z.NEVER;
-        }
-      }),
+    TICK_SSRF_ALLOWED_CIDRS: cidrList,
     /** First retry delay of a failed webhook delivery; doubles per try (10 tries, at most an hour apart). */
     WORKER_WEBHOOK_RETRY_BASE: durationSchema.default(5_000),
     /** Circuit breaker per dependency: window over which failures are counted. */

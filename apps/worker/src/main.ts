@@ -1,5 +1,5 @@
 import { createPool } from "@tick/db";
-import { createRedis, parseFaultPoints, runService, storeLifecycle } from "@tick/runtime";
+import { appStores, parseFaultPoints, runService } from "@tick/runtime";
 import { loadWorkerEnv } from "./env.js";
 import { createAttemptWorker } from "./worker.js";
 
@@ -10,9 +10,12 @@ void runService({
   loadEnv: loadWorkerEnv,
   healthPort: (env) => env.WORKER_HEALTH_PORT,
   start: async ({ env, logger, registry }) => {
-    const pool = createPool(env.DATABASE_URL, { max: env.WORKER_DB_POOL_SIZE, applicationName: `tick-worker ${env.WORKER_ID}` });
-    const redis = createRedis(env.REDIS_URL, logger);
-    const indexRedis = createRedis(env.REDIS_URL, logger, { failFast: true, commandTimeoutMs: 500 });
+    const stores = appStores(
+      createPool(env.DATABASE_URL, { max: env.WORKER_DB_POOL_SIZE, applicationName: `tick-worker ${env.WORKER_ID}` }),
+      env.REDIS_URL,
+      logger,
+    );
+    const { pool, redis, indexRedis } = stores;
     const worker = createAttemptWorker({
       pool,
       redis,
@@ -40,14 +43,9 @@ void runService({
       },
     });
     worker.start();
-    const stores = storeLifecycle(pool, redis);
     return {
       checks: stores.checks,
-      stop: [
-        { name: "stop taking messages, drain in-flight attempts", run: () => worker.stop() },
-        { name: "close due-index redis", run: () => void indexRedis.disconnect() },
-        ...stores.stop,
-      ],
+      stop: [{ name: "stop taking messages, drain in-flight attempts", run: () => worker.stop() }, ...stores.stop],
       info: { workerId: env.WORKER_ID, concurrency: env.WORKER_CONCURRENCY, region: env.TICK_REGION },
     };
   },

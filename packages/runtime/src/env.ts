@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { parseCidrList } from "@tick/core";
 
 /** Thrown when the environment does not satisfy an app's schema; the message names every bad variable. */
 export class EnvError extends Error {
@@ -46,6 +47,19 @@ export const redisUrl = urlWithProtocols(["redis:", "rediss:"], "redis://127.0.0
 export const port = z.coerce.number().int().min(0).max(65535);
 export const positiveInt = z.coerce.number().int().positive();
 export const logLevel = z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
+
+/** A comma-separated list of CIDR ranges (e.g. TICK_SSRF_ALLOWED_CIDRS), parsed into ranges. */
+export const cidrList = z
+  .string()
+  .default("")
+  .transform((text, ctx) => {
+    try {
+      return parseCidrList(text);
+    } catch (err) {
+      ctx.addIssue({ code: "custom", message: (err as Error).message });
+      return z.NEVER;
+    }
+  });
 
 /** Variables every process shares. */
 export const baseEnvShape = {

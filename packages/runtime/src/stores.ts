@@ -38,3 +38,23 @@ export function storeLifecycle(pool: Pingable, redis: Redis): { checks: Record<s
     ],
   };
 }
+
+/**
+ * What a long-running app needs to talk to its stores: a pool (made by the caller, from @tick/db), a
+ * BullMQ connection that waits through reconnects, and a fail-fast connection for the due index and
+ * breakers (so a Redis outage degrades to polling instead of hanging), with readiness checks and
+ * shutdown steps for all three.
+ */
+export function appStores<P extends Pingable>(pool: P, redisUrl: string, logger: Logger) {
+  const redis = createRedis(redisUrl, logger);
+  const indexRedis = createRedis(redisUrl, logger, { failFast: true, commandTimeoutMs: 500 });
+  const lifecycle = storeLifecycle(pool, redis);
+  return {
+    pool,
+    redis,
+    indexRedis,
+    checks: lifecycle.checks,
+    /** Run after the app's own stop steps. */
+    stop: [{ name: "close due-index redis", run: () => void indexRedis.disconnect() }, ...lifecycle.stop],
+  };
+}

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { durationSchema, parseCidrList } from "@tick/core";
-import { baseEnvShape, parseEnv } from "@tick/runtime";
+import { durationSchema } from "@tick/core";
+import { baseEnvShape, cidrList, parseEnv } from "@tick/runtime";
 
 export const consoleEnvSchema = z.object({
   ...baseEnvShape,
@@ -14,17 +14,7 @@ export const consoleEnvSchema = z.object({
    * Address ranges tenants' job targets and callbacks may use although they are not public (loopback,
    * private, link-local). Empty by default: only public addresses. The local demo sets 127.0.0.0/8,::1/128.
    */
-  TICK_SSRF_ALLOWED_CIDRS: z
-    .string()
-    .default("")
-    .transform((text, ctx) => {
-      try {
-        return parseCidrList(text);
-      } catch (err) {
-        ctx.addIssue({ code: "custom", message: (err as Error).message });
-        return z.NEVER;
-      }
-    }),
+  TICK_SSRF_ALLOWED_CIDRS: cidrList,
   /** How long an Idempotency-Key is held after the job it created (at least this long). */
   TICK_IDEMPOTENCY_TTL: durationSchema.default(24 * 3_600_000),
   /** Largest request body accepted by single-object endpoints. */
