@@ -7,3 +7,4 @@ export * from "./routes.js";
 export * from "./openapi.js";
 export * from "./webhooks.js";
 export * from "./schedules.js";
+export * from "./audit.js";

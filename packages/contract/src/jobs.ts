@@ -174,3 +174,15 @@ export const cancelResultSchema = z
   .meta({ id: "CancelResult" });
 
 export { problemSchema };
+
+export const dlqQuerySchema = z.object({
+  queue: z.string().max(63).optional(),
+  errorKind: z.string().max(50).optional().meta({ description: "retryable, non_retryable, timeout, retry_after, lease_expired, target_not_allowed, ..." }),
+  dependency: z.string().max(200).optional(),
+  httpStatus: z.coerce.number().int().min(100).max(599).optional(),
+  since: timestamp.optional().meta({ description: "Dead since (finishedAt ≥)" }),
+  until: timestamp.optional(),
+  ...pageQuery,
+});
+
+export const dlqPageSchema = page(jobWithAttemptsSchema).meta({ id: "DeadJobPage" });

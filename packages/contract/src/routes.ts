@@ -6,6 +6,8 @@ import {
   batchResultSchema,
   cancelResultSchema,
   createJobSchema,
+  dlqPageSchema,
+  dlqQuerySchema,
   jobPageSchema,
   jobSchema,
   jobWithAttemptsSchema,
@@ -14,6 +16,7 @@ import {
 import { apiKeySchema, createApiKeySchema, createdApiKeySchema } from "./keys.js";
 import { createQueueSchema, queueNameSchema, queueSchema, updateQueueSchema } from "./queues.js";
 import { rotateSecretSchema, signingSecretListSchema } from "./webhooks.js";
+import { auditPageSchema, auditQuerySchema } from "./audit.js";
 import { createScheduleSchema, previewQuerySchema, previewRuleSchema, previewSchema, schedulePageSchema, scheduleSchema, updateScheduleSchema } from "./schedules.js";
 import type { ApiKeyScope } from "./scopes.js";
 
@@ -267,6 +270,24 @@ export const routes = {
     query: previewQuerySchema,
     responses: { 200: { description: "Next occurrences", schema: previewSchema } },
     errors: ["not_found", "validation_failed"],
+  },
+  listDeadJobs: {
+    method: "get",
+    path: "/dlq",
+    summary: "Dead jobs (the DLQ), newest first, with their last error and attempt history",
+    scope: "dlq:read",
+    query: dlqQuerySchema,
+    responses: { 200: { description: "A page of dead jobs", schema: dlqPageSchema } },
+    errors: ["validation_failed"],
+  },
+  listAuditLog: {
+    method: "get",
+    path: "/audit",
+    summary: "The tenant's audit log, newest first (who changed what, when)",
+    scope: "audit:read",
+    query: auditQuerySchema,
+    responses: { 200: { description: "A page of audit entries", schema: auditPageSchema } },
+    errors: ["validation_failed"],
   },
   listSigningSecrets: {
     method: "get",

@@ -240,3 +240,44 @@ export async function listAttempts(db: Queryable, tenantId: string, jobId: strin
   );
   return rows;
 }
+
+export interface DeadJobsFilter {
+  queue?: string;
+  errorKind?: string;
+  dependency?: string;
+  httpStatus?: number;
+  since?: string;
+  until?: string;
+  /** Keyset cursor: rows strictly older than (finished_at, id). */
+  before?: { finishedAt: string; id: string };
+  limit: number;
+}
+
+/** The DLQ: dead jobs of a tenant, newest first, served by the partial index over dead rows. */
+export async function listDeadJobs(db: Queryable, tenantId: string, f: DeadJobsFilter): Promise<JobRow[]> {
+  const { rows } = await db.query<JobRow>(
+    `SELECT j.*, q.name AS queue_name FROM jobs j JOIN queues q ON q.id = j.queue_id
+      WHERE j.tenant_id = $1 AND j.status = 'dead'
+        AND ($2::text IS NULL OR q.name = $2)
+        AND ($3::text IS NULL OR j.last_error->>'kind' = $3)
+        AND ($4::text IS NULL OR j.dependency_key = $4)
+        AND ($5::int IS NULL OR (j.last_error->>'status')::int = $5)
+        AND ($6::timestamptz IS NULL OR j.finished_at >= $6)
+        AND ($7::timestamptz IS NULL OR j.finished_at < $7)
+        AND ($8::timestamptz IS NULL OR (j.finished_at, j.id) < ($8, $9::uuid))
+      ORDER BY j.finished_at DESC, j.id DESC
+      LIMIT $10`,
+    [tenantId, f.queue ?? null, f.errorKind ?? null, f.dependency ?? null, f.httpStatus ?? null, f.since ?? null, f.until ?? null, f.before?.finishedAt ?? null, f.before?.id ?? null, f.limit],
+  );
+  return rows;
+}
+
+/** Attempts of several jobs at once (one query for a page of jobs). */
+export async function listAttemptsOfJobs(db: Queryable, tenantId: string, jobIds: string[]): Promise<AttemptRow[]> {
+  if (jobIds.length === 0) return [];
+  const { rows } = await db.query<AttemptRow>(
+    `SELECT * FROM attempts WHERE tenant_id = $1 AND job_id = ANY($2::uuid[]) ORDER BY job_id, number`,
+    [tenantId, jobIds],
+  );
+  return rows;
+}
