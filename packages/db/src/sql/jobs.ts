@@ -184,7 +184,7 @@ export interface ListJobsFilter {
   createdAfter?: string;
   createdBefore?: string;
   /** Keyset cursor: rows strictly older than (createdAt, id). */
-  before?: { createdAt: string; id: string };
+  before?: { at: string; id: string };
   limit: number;
 }
 
@@ -208,7 +208,7 @@ export async function listJobs(db: Queryable, tenantId: string, f: ListJobsFilte
       f.scheduleId ?? null,
       f.createdAfter ?? null,
       f.createdBefore ?? null,
-      f.before?.createdAt ?? null,
+      f.before?.at ?? null,
       f.before?.id ?? null,
       f.limit,
     ],
@@ -249,7 +249,7 @@ export interface DeadJobsFilter {
   since?: string;
   until?: string;
   /** Keyset cursor: rows strictly older than (finished_at, id). */
-  before?: { finishedAt: string; id: string };
+  before?: { at: string; id: string };
   limit: number;
 }
 
@@ -267,7 +267,7 @@ export async function listDeadJobs(db: Queryable, tenantId: string, f: DeadJobsF
         AND ($8::timestamptz IS NULL OR (j.finished_at, j.id) < ($8, $9::uuid))
       ORDER BY j.finished_at DESC, j.id DESC
       LIMIT $10`,
-    [tenantId, f.queue ?? null, f.errorKind ?? null, f.dependency ?? null, f.httpStatus ?? null, f.since ?? null, f.until ?? null, f.before?.finishedAt ?? null, f.before?.id ?? null, f.limit],
+    [tenantId, f.queue ?? null, f.errorKind ?? null, f.dependency ?? null, f.httpStatus ?? null, f.since ?? null, f.until ?? null, f.before?.at ?? null, f.before?.id ?? null, f.limit],
   );
   return rows;
 }

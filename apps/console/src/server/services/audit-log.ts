@@ -1,4 +1,4 @@
-import { AppError } from "@tick/core";
+import { invalidCursor } from "../api/keyset-cursor";
 import type { PrismaClient } from "@tick/db";
 
 export interface AuditFilter {
@@ -16,7 +16,7 @@ export interface AuditFilter {
 export async function listAuditLog(prisma: PrismaClient, tenantId: string, f: AuditFilter) {
   let before: bigint | undefined;
   if (f.cursor) {
-    if (!/^\d{1,19}$/.test(f.cursor)) throw new AppError("validation_failed", "The cursor is not valid.", { extra: { errors: [{ path: "cursor", message: "invalid cursor" }] } });
+    if (!/^\d{1,19}$/.test(f.cursor)) throw invalidCursor();
     before = BigInt(f.cursor);
   }
   const rows = await prisma.auditLog.findMany({

@@ -262,18 +262,3 @@ export async function cancelJob(pool: pg.Pool, tenantId: string, jobId: string):
   // running branch; here it can only have finished.
   throw new AppError("conflict", `The job has already finished (${current.status}).`, { extra: { jobStatus: current.status } });
 }
-
-/** Opaque keyset cursor for job listings. */
-export const jobCursor = {
-  encode: (row: { created_at: Date; id: string }) =>
-    Buffer.from(JSON.stringify({ c: row.created_at.toISOString(), i: row.id })).toString("base64url"),
-  decode: (cursor: string): { createdAt: string; id: string } => {
-    try {
-      const { c, i } = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
-      if (typeof c === "string" && typeof i === "string" && !Number.isNaN(Date.parse(c)) && /^[0-9a-f-]{36}$/i.test(i)) return { createdAt: c, id: i };
-    } catch {
-      // fall through
-    }
-    throw new AppError("validation_failed", "The cursor is not valid.", { extra: { errors: [{ path: "cursor", message: "invalid cursor" }] } });
-  },
-};

@@ -4,6 +4,7 @@ import type { createScheduleSchema, previewRuleSchema, updateScheduleSchema } fr
 import type { PrismaClient } from "@tick/db";
 import { nextOccurrences, validateRule, type Occurrence, type RecurrenceRule } from "@tick/recurrence";
 import type { ApiPrincipal } from "../api/authenticate";
+import { invalidCursor } from "../api/keyset-cursor";
 import { assertTargetAllowed } from "../api/target-guard";
 import { writeAudit } from "./audit";
 
@@ -106,7 +107,7 @@ export async function listSchedules(prisma: PrismaClient, tenantId: string, limi
     ...(cursor ? { cursor: { id: cursor }, skip: 1 } : {}),
     include: { queue: { select: { name: true } } },
   }).catch((err) => {
-    if (cursor) throw new AppError("validation_failed", "The cursor is not valid.", { extra: { errors: [{ path: "cursor", message: "invalid cursor" }] } });
+    if (cursor) throw invalidCursor();
     throw err;
   });
   const page = rows.slice(0, limit);

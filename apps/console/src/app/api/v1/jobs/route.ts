@@ -1,7 +1,8 @@
 import { getJobDeps } from "@/server/api/deps";
 import { rateLimitHeaders } from "@/server/api/admission";
 import { apiRoute } from "@/server/api/route";
-import { createJobs, jobCursor } from "@/server/services/jobs";
+import { keysetCursor } from "@/server/api/keyset-cursor";
+import { createJobs } from "@/server/services/jobs";
 import { jobView } from "@/server/services/views";
 import { getContext } from "@/server/context";
 import { sql } from "@tick/db";
@@ -32,10 +33,10 @@ export const GET = apiRoute("listJobs", async ({ principal, query }) => {
     scheduleId: query.scheduleId,
     createdAfter: query.createdAfter,
     createdBefore: query.createdBefore,
-    before: query.cursor ? jobCursor.decode(query.cursor) : undefined,
+    before: query.cursor ? keysetCursor.decode(query.cursor) : undefined,
     limit: query.limit + 1,
   });
   const page = rows.slice(0, query.limit);
-  const nextCursor = rows.length > query.limit ? jobCursor.encode(page[page.length - 1]!) : null;
+  const nextCursor = rows.length > query.limit ? keysetCursor.encode(page.at(-1)!.created_at, page.at(-1)!.id) : null;
   return { status: 200, body: { data: page.map((r) => jobView(r)), nextCursor } };
 });
