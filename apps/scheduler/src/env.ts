@@ -45,6 +45,8 @@ export const schedulerEnvSchema = z
     SCHEDULER_RECURRENCE_LOOKAHEAD: durationSchema.default(2_000),
     /** How often each held shard looks for due schedule occurrences. */
     SCHEDULER_RECURRENCE_INTERVAL: durationSchema.default(500),
+    /** How often each held shard's DLQ replays are tallied, judged and released (S17). */
+    SCHEDULER_REPLAY_INTERVAL: durationSchema.default(250),
     /** How long occurrence jobs hold their idempotency keys (as the API's TICK_IDEMPOTENCY_TTL). */
     TICK_IDEMPOTENCY_TTL: durationSchema.default(24 * 3_600_000),
     /** Test only: fault points to enable (see packages/runtime/src/fault-points.ts). */

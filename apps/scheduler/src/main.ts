@@ -42,6 +42,7 @@ void runService({
         reconcileIntervalMs: env.SCHEDULER_RECONCILE_INTERVAL,
         recurrenceLookaheadMs: env.SCHEDULER_RECURRENCE_LOOKAHEAD,
         recurrenceIntervalMs: env.SCHEDULER_RECURRENCE_INTERVAL,
+        replayIntervalMs: env.SCHEDULER_REPLAY_INTERVAL,
         idempotencyTtlMs: env.TICK_IDEMPOTENCY_TTL,
       },
     });

@@ -22,6 +22,8 @@ export function createSchedulerMetrics(registry: Registry) {
     dueIndexRepairs: new Counter({ name: "tick_due_index_repairs_total", help: "Due tenants missing from the index found by reconciliation", labelNames: ["shard"], registers: [registry] }),
     occurrences: new Counter({ name: "tick_schedule_occurrences_total", help: "Jobs created from schedule occurrences", registers: [registry] }),
     misfires: new Counter({ name: "tick_schedule_misfires_total", help: "Schedule occurrences missed during downtime (then handled by the misfire policy)", labelNames: ["policy"], registers: [registry] }),
+    replayReleased: new Counter({ name: "tick_replay_released_total", help: "Dead jobs released by DLQ replays", registers: [registry] }),
+    replayAutoPauses: new Counter({ name: "tick_replay_auto_pauses_total", help: "DLQ replays paused automatically because replayed jobs kept failing", registers: [registry] }),
     shardsHeld: new Gauge({ name: "tick_shards_held", help: "Shard leases this scheduler holds", registers: [registry] }),
   };
 }

@@ -14,6 +14,7 @@ import { createSchedulerMetrics } from "./metrics.js";
 import { OutboxRelay } from "./outbox/outbox-relay.js";
 import { Reaper } from "./reaper/reaper.js";
 import { Materializer } from "./recurrence/materializer.js";
+import { Replayer } from "./replay/replayer.js";
 
 export const WEBHOOK_QUEUE = "webhooks";
 
@@ -40,6 +41,8 @@ export interface SchedulerConfig {
   recurrenceLookaheadMs: number;
   recurrenceIntervalMs: number;
   idempotencyTtlMs: number;
+  /** How often each held shard's DLQ replays are tallied and released. */
+  replayIntervalMs: number;
 }
 
 export interface SchedulerDeps {
@@ -144,6 +147,10 @@ export function createScheduler(deps: SchedulerDeps) {
     (shard, tenantId, dueAtMs) => dueIndex.noteDue(shard, tenantId, dueAtMs),
   );
 
+  const replayer = new Replayer(pool, { holder: config.id, horizonMs: 1_000, batch: 500, inFlightSeconds: 10 }, logger, metrics, (shard, tenantId, dueAtMs) =>
+    dueIndex.noteDue(shard, tenantId, dueAtMs),
+  );
+
   let held: HeldLease[] = [];
   const leaseTick = async () => {
     held = await leases.tick();
@@ -175,6 +182,11 @@ export function createScheduler(deps: SchedulerDeps) {
     for (const lease of held) repaired += await dueSource.reconcile(lease.shard);
     return repaired;
   };
+  const replayOnce = async () => {
+    let released = 0;
+    for (const lease of held) released += (await replayer.runShard(lease)).released;
+    return released;
+  };
   const reapOnce = async () => {
     const results = [];
     for (const lease of held) results.push(await reaper.runShard(lease));
@@ -187,7 +199,8 @@ export function createScheduler(deps: SchedulerDeps) {
   const reaperLoop = new Loop("reaper", config.reaperIntervalMs, reapOnce, logger);
   const reconcileLoop = new Loop("reconcile", config.reconcileIntervalMs, reconcileOnce, logger);
   const recurrenceLoop = new Loop("recurrence", config.recurrenceIntervalMs, materializeOnce, logger);
-  const loops = [leaseLoop, dispatchLoop, relayLoop, reaperLoop, reconcileLoop, recurrenceLoop];
+  const replayLoop = new Loop("replay", config.replayIntervalMs, replayOnce, logger);
+  const loops = [leaseLoop, dispatchLoop, relayLoop, reaperLoop, reconcileLoop, recurrenceLoop, replayLoop];
 
   return {
     metrics,
@@ -199,6 +212,7 @@ export function createScheduler(deps: SchedulerDeps) {
     reapOnce,
     reconcileOnce,
     materializeOnce,
+    replayOnce,
     dueIndex,
     async init() {
       await leases.init();

@@ -79,6 +79,7 @@ export async function createWorld(): Promise<World> {
           reconcileIntervalMs: 1_000,
           recurrenceLookaheadMs: 0,
           recurrenceIntervalMs: 100,
+          replayIntervalMs: 100,
           idempotencyTtlMs: 86_400_000,
           ...overrides,
         },

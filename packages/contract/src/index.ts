@@ -8,3 +8,4 @@ export * from "./openapi.js";
 export * from "./webhooks.js";
 export * from "./schedules.js";
 export * from "./audit.js";
+export * from "./dlq.js";

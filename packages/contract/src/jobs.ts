@@ -87,6 +87,7 @@ export const jobSchema = z
     result: z.unknown().nullable(),
     scheduleId: uuid.nullable(),
     occurrenceAt: nullableTimestamp,
+    replayId: uuid.nullable().meta({ description: "The DLQ replay that last released this job" }),
     cancelRequestedAt: nullableTimestamp,
     createdAt: timestamp,
     updatedAt: timestamp,

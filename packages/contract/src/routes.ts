@@ -17,6 +17,7 @@ import { apiKeySchema, createApiKeySchema, createdApiKeySchema } from "./keys.js
 import { createQueueSchema, queueNameSchema, queueSchema, updateQueueSchema } from "./queues.js";
 import { rotateSecretSchema, signingSecretListSchema } from "./webhooks.js";
 import { auditPageSchema, auditQuerySchema } from "./audit.js";
+import { createReplaySchema, replayListQuerySchema, replayPageSchema, replayPreviewSchema, replaySchema } from "./dlq.js";
 import { createScheduleSchema, previewQuerySchema, previewRuleSchema, previewSchema, schedulePageSchema, scheduleSchema, updateScheduleSchema } from "./schedules.js";
 import type { ApiKeyScope } from "./scopes.js";
 
@@ -279,6 +280,69 @@ export const routes = {
     query: dlqQuerySchema,
     responses: { 200: { description: "A page of dead jobs", schema: dlqPageSchema } },
     errors: ["validation_failed"],
+  },
+  createDlqReplay: {
+    method: "post",
+    path: "/dlq/replays",
+    summary: "Replay dead jobs (or dry-run it): paced, highest priority first, pausing itself if they keep failing",
+    description:
+      "Takes the dead jobs matching `filter` and/or `jobIds` that no other replay holds, and releases them at `ratePerSecond` " +
+      "(default 10/s), evenly spaced and highest priority first. Each released job keeps its ID and idempotency key and " +
+      "gets `attempts` new attempts, each with a new attempt ID. When more than `failureThreshold` of the last " +
+      "`failureWindow` replayed jobs fail again, the replay pauses itself and says why. With `dryRun: true` nothing " +
+      "changes: the answer is the count and a sample (200). Every action is written to the audit log.",
+    scope: "dlq:replay",
+    body: createReplaySchema,
+    responses: {
+      200: { description: "Dry run: what would be replayed", schema: replayPreviewSchema },
+      201: { description: "The replay, running", schema: replaySchema },
+    },
+    errors: ["bad_request", "validation_failed", "nothing_to_replay"],
+  },
+  listDlqReplays: {
+    method: "get",
+    path: "/dlq/replays",
+    summary: "DLQ replays, newest first, with live progress",
+    scope: "dlq:read",
+    query: replayListQuerySchema,
+    responses: { 200: { description: "A page of replays", schema: replayPageSchema } },
+    errors: ["validation_failed"],
+  },
+  getDlqReplay: {
+    method: "get",
+    path: "/dlq/replays/{id}",
+    summary: "A DLQ replay and its live progress (released, succeeded, failed, remaining)",
+    scope: "dlq:read",
+    params: idParams,
+    responses: { 200: { description: "The replay", schema: replaySchema } },
+    errors: ["not_found"],
+  },
+  pauseDlqReplay: {
+    method: "post",
+    path: "/dlq/replays/{id}/pause",
+    summary: "Pause a running replay (jobs already released still run)",
+    scope: "dlq:replay",
+    params: idParams,
+    responses: { 200: { description: "The replay after the change", schema: replaySchema } },
+    errors: ["not_found", "conflict"],
+  },
+  resumeDlqReplay: {
+    method: "post",
+    path: "/dlq/replays/{id}/resume",
+    summary: "Resume a paused or auto-paused replay (its failure rate is judged afresh)",
+    scope: "dlq:replay",
+    params: idParams,
+    responses: { 200: { description: "The replay after the change", schema: replaySchema } },
+    errors: ["not_found", "conflict"],
+  },
+  cancelDlqReplay: {
+    method: "post",
+    path: "/dlq/replays/{id}/cancel",
+    summary: "Cancel a replay: jobs not yet released stay dead",
+    scope: "dlq:replay",
+    params: idParams,
+    responses: { 200: { description: "The replay after the change", schema: replaySchema } },
+    errors: ["not_found", "conflict"],
   },
   listAuditLog: {
     method: "get",

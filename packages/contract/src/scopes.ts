@@ -22,3 +22,20 @@ export const apiKeyScopeSchema = z.enum(API_KEY_SCOPES);
 export function hasScope(granted: readonly string[], needed: ApiKeyScope): boolean {
   return granted.includes("admin") || granted.includes(needed);
 }
+
+/** Console roles, most powerful first. */
+export const CONSOLE_ROLES = ["owner", "admin", "operator", "viewer"] as const;
+export type ConsoleRole = (typeof CONSOLE_ROLES)[number];
+
+const READ_SCOPES = ["jobs:read", "schedules:read", "queues:read", "dlq:read", "audit:read", "keys:read"] as const satisfies readonly ApiKeyScope[];
+
+/**
+ * What a signed-in console user may do through the API, by role: viewers read; operators also run
+ * the tenant's work (jobs, schedules, queues, DLQ replay); admins and owners hold every scope.
+ */
+export const ROLE_SCOPES: Readonly<Record<ConsoleRole, readonly ApiKeyScope[]>> = {
+  viewer: READ_SCOPES,
+  operator: [...READ_SCOPES, "jobs:write", "schedules:write", "queues:write", "dlq:replay"],
+  admin: ["admin"],
+  owner: ["admin"],
+};

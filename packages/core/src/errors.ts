@@ -20,6 +20,8 @@ export const ERROR_CODES = {
   unsupported_media_type: { status: 415, title: "Unsupported media type" },
   // A job target or callback URL that points where tenants may not send requests (SSRF protection).
   target_not_allowed: { status: 422, title: "Target address not allowed" },
+  // A DLQ replay whose filter matches no dead job that another replay does not already hold.
+  nothing_to_replay: { status: 422, title: "Nothing to replay" },
   rate_limited: { status: 429, title: "Rate limit exceeded" },
   quota_exceeded: { status: 429, title: "Quota exceeded" },
   database_unavailable: { status: 503, title: "Database unavailable" },

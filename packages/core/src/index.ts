@@ -8,3 +8,4 @@ export * from "./ssrf.js";
 export * from "./fairness.js";
 export * from "./attempt-message.js";
 export * from "./dependency.js";
+export * from "./replay.js";

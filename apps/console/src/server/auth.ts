@@ -5,7 +5,9 @@ import { verifyPassword } from "@tick/db";
 import { getContext } from "./context";
 import { getEnv } from "./env";
 
-export type ConsoleRole = "owner" | "admin" | "operator" | "viewer";
+import type { ConsoleRole } from "@tick/contract";
+
+export type { ConsoleRole };
 
 export interface ConsoleMembership {
   tenantId: string;

@@ -34,3 +34,16 @@ export async function touchApiKey(db: Queryable, keyId: string): Promise<void> {
     [keyId],
   );
 }
+
+/** A tenant's shard and admission limits (for a console session, which has no key row to join). */
+export async function findTenantLimits(
+  db: Queryable,
+  tenantId: string,
+): Promise<{ id: string; shard: number; admissionRate: number; admissionBurst: number; maxPendingJobs: number } | null> {
+  const { rows } = await db.query<{ id: string; shard: number; admissionRate: number; admissionBurst: number; maxPendingJobs: number }>(
+    `SELECT id, shard, admission_rate AS "admissionRate", admission_burst AS "admissionBurst", max_pending_jobs AS "maxPendingJobs"
+       FROM tenants WHERE id = $1`,
+    [tenantId],
+  );
+  return rows[0] ?? null;
+}

@@ -8,3 +8,4 @@ export * from "./reaper.js";
 export * from "./attempts.js";
 export * from "./webhooks.js";
 export * from "./schedules.js";
+export * from "./replays.js";

@@ -253,21 +253,36 @@ export interface DeadJobsFilter {
   limit: number;
 }
 
-/** The DLQ: dead jobs of a tenant, newest first, served by the partial index over dead rows. */
-export async function listDeadJobs(db: Queryable, tenantId: string, f: DeadJobsFilter): Promise<JobRow[]> {
-  const { rows } = await db.query<JobRow>(
-    `SELECT j.*, q.name AS queue_name FROM jobs j JOIN queues q ON q.id = j.queue_id
-      WHERE j.tenant_id = $1 AND j.status = 'dead'
+/** Dead jobs of a tenant matching a DLQ filter: parameters $1 (tenant) to $7, joined to the queue as q. */
+export const DEAD_JOB_MATCH = `j.tenant_id = $1 AND j.status = 'dead'
         AND ($2::text IS NULL OR q.name = $2)
         AND ($3::text IS NULL OR j.last_error->>'kind' = $3)
         AND ($4::text IS NULL OR j.dependency_key = $4)
         AND ($5::int IS NULL OR (j.last_error->>'status')::int = $5)
         AND ($6::timestamptz IS NULL OR j.finished_at >= $6)
-        AND ($7::timestamptz IS NULL OR j.finished_at < $7)
+        AND ($7::timestamptz IS NULL OR j.finished_at < $7)`;
+
+export type DeadJobMatch = Omit<DeadJobsFilter, "before" | "limit">;
+
+export const deadJobMatchParams = (tenantId: string, f: DeadJobMatch) => [
+  tenantId,
+  f.queue ?? null,
+  f.errorKind ?? null,
+  f.dependency ?? null,
+  f.httpStatus ?? null,
+  f.since ?? null,
+  f.until ?? null,
+];
+
+/** The DLQ: dead jobs of a tenant, newest first, served by the partial index over dead rows. */
+export async function listDeadJobs(db: Queryable, tenantId: string, f: DeadJobsFilter): Promise<JobRow[]> {
+  const { rows } = await db.query<JobRow>(
+    `SELECT j.*, q.name AS queue_name FROM jobs j JOIN queues q ON q.id = j.queue_id
+      WHERE ${DEAD_JOB_MATCH}
         AND ($8::timestamptz IS NULL OR (j.finished_at, j.id) < ($8, $9::uuid))
       ORDER BY j.finished_at DESC, j.id DESC
       LIMIT $10`,
-    [tenantId, f.queue ?? null, f.errorKind ?? null, f.dependency ?? null, f.httpStatus ?? null, f.since ?? null, f.until ?? null, f.before?.at ?? null, f.before?.id ?? null, f.limit],
+    [...deadJobMatchParams(tenantId, f), f.before?.at ?? null, f.before?.id ?? null, f.limit],
   );
   return rows;
 }

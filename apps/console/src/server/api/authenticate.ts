@@ -1,11 +1,17 @@
 import { AppError } from "@tick/core";
+import { ROLE_SCOPES } from "@tick/contract";
 import { apiKeyMatches, parseApiKey, sql, type Queryable } from "@tick/db";
+import type { ConsoleUser } from "../auth";
 
 export interface ApiPrincipal {
-  keyId: string;
-  scopes: string[];
+  /** Who acts, for the audit log: an API key, or a console user signed in with a session. */
+  actor: { type: "api_key" | "user"; id: string };
+  scopes: readonly string[];
   tenant: { id: string; shard: number; admissionRate: number; admissionBurst: number; maxPendingJobs: number };
 }
+
+/** The audit-row fields naming the principal and its tenant. */
+export const auditActor = (p: ApiPrincipal) => ({ tenantId: p.tenant.id, actorType: p.actor.type, actorId: p.actor.id });
 
 const unauthorized = (detail: string) => new AppError("unauthorized", detail);
 
@@ -25,7 +31,7 @@ export async function authenticateApiKey(db: Queryable, authorization: string | 
   // Fire and forget: bookkeeping must not fail or slow the request (it writes at most once a minute).
   sql.touchApiKey(db, row.key_id).catch(() => {});
   return {
-    keyId: row.key_id,
+    actor: { type: "api_key", id: row.key_id },
     scopes: row.scopes,
     tenant: {
       id: row.tenant_id,
@@ -35,4 +41,25 @@ export async function authenticateApiKey(db: Queryable, authorization: string | 
       maxPendingJobs: row.max_pending_jobs,
     },
   };
+}
+
+/**
+ * A console user calling the API from the console (session cookie, no API key): the tenant is the
+ * `Tick-Tenant` header's (one of the user's memberships) or the first membership, and the scopes are
+ * the membership role's. Writes must come from the console's own origin: a cross-site page cannot
+ * borrow the session (the cookie is SameSite=Lax too, and JSON bodies need a CORS preflight).
+ */
+export async function authenticateSession(db: Queryable, user: ConsoleUser | null, request: Request): Promise<ApiPrincipal> {
+  if (!user) throw unauthorized("Send the API key as `Authorization: Bearer <key>`, or sign in to the console.");
+  const wanted = request.headers.get("tick-tenant");
+  const membership = wanted ? user.memberships.find((m) => m.tenantId === wanted) : user.memberships[0];
+  if (!membership) throw new AppError("forbidden", "You are not a member of this tenant.");
+  if (request.method !== "GET" && request.method !== "HEAD") {
+    const origin = request.headers.get("origin");
+    const host = request.headers.get("x-forwarded-host") ?? request.headers.get("host");
+    if (!origin || !host || new URL(origin).host !== host) throw new AppError("forbidden", "Console writes must come from the console itself.");
+  }
+  const tenant = await sql.findTenantLimits(db, membership.tenantId);
+  if (!tenant) throw new AppError("forbidden", "You are not a member of this tenant.");
+  return { actor: { type: "user", id: user.id }, scopes: ROLE_SCOPES[membership.role], tenant };
 }

@@ -4,7 +4,8 @@ import { hasScope, routes, type RouteName } from "@tick/contract";
 import { getContext } from "../context";
 import { getEnv, type ConsoleEnv } from "../env";
 import { problemResponse } from "../problem";
-import { authenticateApiKey, type ApiPrincipal } from "./authenticate";
+import { getConsoleUser } from "../auth";
+import { authenticateApiKey, authenticateSession, type ApiPrincipal } from "./authenticate";
 
 type Route<N extends RouteName> = (typeof routes)[N];
 type Out<T> = T extends z.ZodType ? z.output<T> : Record<string, never>;
@@ -62,7 +63,7 @@ async function readJson(request: Request, maxBytes: number): Promise<unknown> {
 }
 
 /**
- * The one wrapper every /api/v1 handler goes through: API key auth and tenant resolution, the route's
+ * The one wrapper every /api/v1 handler goes through: API key (or console session) auth and tenant resolution, the route's
  * scope, zod parsing of path, query and body, and every error mapped to problem+json. Handlers get a
  * tenant-scoped request and return status and body; they never see another tenant's key.
  */
@@ -77,10 +78,16 @@ export function apiRoute<N extends RouteName>(
     let tenantId: string | undefined;
     try {
       const app = getContext();
-      const principal = await authenticateApiKey(app.pool, request.headers.get("authorization"));
+      const authorization = request.headers.get("authorization");
+      const principal = authorization
+        ? await authenticateApiKey(app.pool, authorization)
+        : await authenticateSession(app.pool, await getConsoleUser(), request);
       tenantId = principal.tenant.id;
       if (!hasScope(principal.scopes, route.scope)) {
-        throw new AppError("forbidden", `This API key lacks the ${route.scope} scope.`);
+        throw new AppError(
+          "forbidden",
+          principal.actor.type === "api_key" ? `This API key lacks the ${route.scope} scope.` : `Your role does not allow this (it needs ${route.scope}).`,
+        );
       }
       let params: unknown = {};
       if (route.params) {

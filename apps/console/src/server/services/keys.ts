@@ -2,7 +2,7 @@ import { AppError } from "@tick/core";
 import type { z } from "zod";
 import { hasScope, type createApiKeySchema } from "@tick/contract";
 import { generateApiKey, type PrismaClient } from "@tick/db";
-import type { ApiPrincipal } from "../api/authenticate";
+import { auditActor, type ApiPrincipal } from "../api/authenticate";
 import { writeAudit } from "./audit";
 import { apiKeyView } from "./views";
 
@@ -27,14 +27,12 @@ export async function createApiKey(prisma: PrismaClient, principal: ApiPrincipal
         prefix,
         hash,
         scopes: [...new Set(input.scopes)],
-        createdBy: `api_key:${principal.keyId}`,
+        createdBy: `${principal.actor.type}:${principal.actor.id}`,
         expiresAt: input.expiresAt ? new Date(input.expiresAt) : null,
       },
     });
     await writeAudit(tx, {
-      tenantId: principal.tenant.id,
-      actorType: "api_key",
-      actorId: principal.keyId,
+      ...auditActor(principal),
       action: "api_key.created",
       targetType: "api_key",
       targetId: row.id,
@@ -52,9 +50,7 @@ export async function revokeApiKey(prisma: PrismaClient, principal: ApiPrincipal
     const row = current.revokedAt ? current : await tx.apiKey.update({ where: { id }, data: { revokedAt: new Date() } });
     if (!current.revokedAt) {
       await writeAudit(tx, {
-        tenantId: principal.tenant.id,
-        actorType: "api_key",
-        actorId: principal.keyId,
+        ...auditActor(principal),
         action: "api_key.revoked",
         targetType: "api_key",
         targetId: id,

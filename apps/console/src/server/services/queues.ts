@@ -2,11 +2,10 @@ import { AppError } from "@tick/core";
 import type { z } from "zod";
 import type { createQueueSchema, updateQueueSchema } from "@tick/contract";
 import type { PrismaClient } from "@tick/db";
-import type { ApiPrincipal } from "../api/authenticate";
+import { auditActor, type ApiPrincipal } from "../api/authenticate";
 import { writeAudit } from "./audit";
 import { queueView } from "./views";
 
-const actor = (p: ApiPrincipal) => ({ tenantId: p.tenant.id, actorType: "api_key", actorId: p.keyId });
 
 export async function listQueues(prisma: PrismaClient, tenantId: string) {
   const queues = await prisma.queue.findMany({ where: { tenantId }, orderBy: { name: "asc" } });
@@ -41,7 +40,7 @@ export async function createQueue(prisma: PrismaClient, principal: ApiPrincipal,
         if (err.code === "P2002") throw new AppError("conflict", `A queue named "${input.name}" already exists.`);
         throw err;
       });
-    await writeAudit(tx, { ...actor(principal), action: "queue.created", targetType: "queue", targetId: queue.id, details: { name: queue.name } });
+    await writeAudit(tx, { ...auditActor(principal), action: "queue.created", targetType: "queue", targetId: queue.id, details: { name: queue.name } });
     return queueView(queue);
   });
 }
@@ -61,7 +60,7 @@ export async function updateQueue(prisma: PrismaClient, principal: ApiPrincipal,
     });
     if (count === 0) throw new AppError("conflict", "The queue changed concurrently; retry.");
     const updated = await tx.queue.findUniqueOrThrow({ where: { id: current.id } });
-    await writeAudit(tx, { ...actor(principal), action, targetType: "queue", targetId: current.id, details: { name, change: data } });
+    await writeAudit(tx, { ...auditActor(principal), action, targetType: "queue", targetId: current.id, details: { name, change: data } });
     return queueView(updated);
   });
 }

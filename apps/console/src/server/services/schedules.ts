@@ -3,7 +3,7 @@ import type { z } from "zod";
 import type { createScheduleSchema, previewRuleSchema, updateScheduleSchema } from "@tick/contract";
 import type { PrismaClient } from "@tick/db";
 import { nextOccurrences, validateRule, type Occurrence, type RecurrenceRule } from "@tick/recurrence";
-import type { ApiPrincipal } from "../api/authenticate";
+import { auditActor, type ApiPrincipal } from "../api/authenticate";
 import { invalidCursor } from "../api/keyset-cursor";
 import { assertTargetAllowed } from "../api/target-guard";
 import { writeAudit } from "./audit";
@@ -84,7 +84,7 @@ export async function createSchedule(prisma: PrismaClient, principal: ApiPrincip
       },
       include: { queue: { select: { name: true } } },
     });
-    await writeAudit(tx, { tenantId, actorType: "api_key", actorId: principal.keyId, action: "schedule.created", targetType: "schedule", targetId: created.id, details: { name: created.name, cron: created.cron, timezone: created.timezone } });
+    await writeAudit(tx, { ...auditActor(principal), action: "schedule.created", targetType: "schedule", targetId: created.id, details: { name: created.name, cron: created.cron, timezone: created.timezone } });
     return scheduleView(created);
   });
 }
@@ -148,14 +148,14 @@ export async function changeSchedule(
     },
   });
   if (count === 0) throw new AppError("conflict", "The schedule changed concurrently; retry.");
-  await writeAudit(prisma, { tenantId: principal.tenant.id, actorType: "api_key", actorId: principal.keyId, action, targetType: "schedule", targetId: id });
+  await writeAudit(prisma, { ...auditActor(principal), action, targetType: "schedule", targetId: id });
   return getSchedule(prisma, principal.tenant.id, id);
 }
 
 export async function deleteSchedule(prisma: PrismaClient, principal: ApiPrincipal, id: string) {
   const current = await load(prisma, principal.tenant.id, id);
   await prisma.schedule.delete({ where: { id } });
-  await writeAudit(prisma, { tenantId: principal.tenant.id, actorType: "api_key", actorId: principal.keyId, action: "schedule.deleted", targetType: "schedule", targetId: id, details: { name: current.name } });
+  await writeAudit(prisma, { ...auditActor(principal), action: "schedule.deleted", targetType: "schedule", targetId: id, details: { name: current.name } });
   return scheduleView(current);
 }
 

@@ -1,4 +1,4 @@
-import type { ApiKey, Job, Queue } from "@tick/contract";
+import type { ApiKey, Job, Queue, Replay } from "@tick/contract";
 import type { sql } from "@tick/db";
 
 const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
@@ -25,6 +25,7 @@ export function jobView(row: sql.JobRow, queueName = row.queue_name ?? ""): Job 
     result: row.result ?? null,
     scheduleId: row.schedule_id,
     occurrenceAt: iso(row.occurrence_at),
+    replayId: row.replay_id,
     cancelRequestedAt: iso(row.cancel_requested_at),
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
@@ -99,5 +100,24 @@ export function apiKeyView(k: ApiKeyRecord): ApiKey {
     lastUsedAt: iso(k.lastUsedAt),
     expiresAt: iso(k.expiresAt),
     revokedAt: iso(k.revokedAt),
+  };
+}
+
+/** A DLQ replay as the API shows it, with its progress. */
+export function replayView(r: sql.ReplayWithProgress): Replay {
+  return {
+    id: r.id,
+    status: r.status,
+    statusReason: r.status_reason,
+    actor: r.actor,
+    filter: r.filter,
+    ratePerSecond: r.rate_per_second,
+    failureThreshold: r.failure_threshold,
+    failureWindow: r.failure_window,
+    attempts: r.attempts,
+    progress: { total: r.total, released: r.released, succeeded: r.succeeded, failed: r.failed, skipped: r.skipped, inFlight: r.in_flight, remaining: r.remaining },
+    createdAt: r.created_at.toISOString(),
+    updatedAt: r.updated_at.toISOString(),
+    finishedAt: iso(r.finished_at),
   };
 }

@@ -1,3 +1,4 @@
+import { auditActor } from "@/server/api/authenticate";
 import { apiRoute } from "@/server/api/route";
 import { getContext } from "@/server/context";
 import { writeAudit } from "@/server/services/audit";
@@ -10,9 +11,7 @@ export const POST = apiRoute("cancelJob", async ({ principal, params }) => {
   const { pool, prisma } = getContext();
   const { outcome, row } = await cancelJob(pool, principal.tenant.id, params.id);
   await writeAudit(prisma, {
-    tenantId: principal.tenant.id,
-    actorType: "api_key",
-    actorId: principal.keyId,
+    ...auditActor(principal),
     action: outcome === "cancelled" ? "job.cancelled" : "job.cancel_requested",
     targetType: "job",
     targetId: row.id,

@@ -1,3 +1,4 @@
+import { auditActor } from "@/server/api/authenticate";
 import { apiRoute } from "@/server/api/route";
 import { getContext } from "@/server/context";
 import { writeAudit } from "@/server/services/audit";
@@ -9,9 +10,7 @@ export const POST = apiRoute("rotateSigningSecret", async ({ principal, body }) 
   const { pool, prisma } = getContext();
   const result = await rotateSigningSecret(pool, principal.tenant.id, body.overlapSeconds);
   await writeAudit(prisma, {
-    tenantId: principal.tenant.id,
-    actorType: "api_key",
-    actorId: principal.keyId,
+    ...auditActor(principal),
     action: "webhook_secret.rotated",
     details: { overlapSeconds: body.overlapSeconds },
   });

@@ -1,0 +1,95 @@
+import type { z } from "zod";
+import { AppError, REPLAY_DEFAULTS, replayTransition } from "@tick/core";
+import type { createReplaySchema } from "@tick/contract";
+import { inTransaction, sql, type PrismaClient } from "@tick/db";
+import type pg from "pg";
+import { auditActor, type ApiPrincipal } from "../api/authenticate";
+import { keysetCursor } from "../api/keyset-cursor";
+import { writeAudit } from "./audit";
+import { jobView, replayView } from "./views";
+
+type CreateReplay = z.output<typeof createReplaySchema>;
+
+const SAMPLE_SIZE = 10;
+
+function selectionOf(input: CreateReplay): sql.ReplaySelection {
+  return { match: input.filter ?? {}, jobIds: input.jobIds ?? null };
+}
+
+/** What a replay records as its filter: the request's selection, as given. */
+const recordedFilter = (input: CreateReplay) => ({ ...(input.filter ? { filter: input.filter } : {}), ...(input.jobIds ? { jobIds: input.jobIds } : {}) });
+
+/**
+ * A dry run (count and sample, nothing changes, audited as a preview) or a new running replay with its
+ * items, the creation audited in the same transaction. The scheduler holding the tenant's shard takes
+ * it from there.
+ */
+export async function createReplay(pool: pg.Pool, prisma: PrismaClient, principal: ApiPrincipal, input: CreateReplay) {
+  const tenantId = principal.tenant.id;
+  const selection = selectionOf(input);
+  if (input.dryRun) {
+    const preview = await sql.previewReplay(pool, tenantId, selection, SAMPLE_SIZE);
+    const wouldTake = Math.min(preview.count, REPLAY_DEFAULTS.maxJobs);
+    await writeAudit(prisma, { ...auditActor(principal), action: "dlq.replay.dry_run", targetType: "dlq", details: { ...recordedFilter(input), count: preview.count } });
+    return {
+      status: 200,
+      body: { dryRun: true as const, count: preview.count, wouldTake, sample: preview.sample.map((j) => jobView(j)), estimatedSeconds: wouldTake / input.ratePerSecond },
+    };
+  }
+  const id = await inTransaction(pool, async (client) => {
+    const replay = await sql.createReplay(client, {
+      tenantId,
+      shard: principal.tenant.shard,
+      actor: `${principal.actor.type}:${principal.actor.id}`,
+      filter: recordedFilter(input),
+      selection,
+      ratePerSecond: input.ratePerSecond,
+      failureThreshold: input.failureThreshold,
+      failureWindow: input.failureWindow,
+      attempts: input.attempts,
+      maxJobs: REPLAY_DEFAULTS.maxJobs,
+    });
+    if (!replay) throw new AppError("nothing_to_replay", "No dead job matches, or every match is already held by another replay.");
+    await sql.insertAudit(client, {
+      ...auditActor(principal),
+      action: "dlq.replay.created",
+      targetType: "dlq_replay",
+      targetId: replay.id,
+      details: { ...recordedFilter(input), total: replay.total, ratePerSecond: replay.rate_per_second, failureThreshold: replay.failure_threshold, attempts: replay.attempts },
+    });
+    return replay.id;
+  });
+  return { status: 201, body: replayView((await sql.findReplay(pool, tenantId, id))!) };
+}
+
+export async function getReplay(pool: pg.Pool, tenantId: string, id: string) {
+  const replay = await sql.findReplay(pool, tenantId, id);
+  if (!replay) throw new AppError("not_found", "No such replay.");
+  return replayView(replay);
+}
+
+export async function listReplays(pool: pg.Pool, tenantId: string, query: { limit: number; cursor?: string }) {
+  const rows = await sql.listReplays(pool, tenantId, { before: query.cursor ? keysetCursor.decode(query.cursor) : undefined, limit: query.limit + 1 });
+  const page = rows.slice(0, query.limit);
+  return { data: page.map(replayView), nextCursor: rows.length > query.limit ? keysetCursor.encode(page.at(-1)!.created_at, page.at(-1)!.id) : null };
+}
+
+/** Pause, resume or cancel, audited in the same transaction; 409 when the replay's state does not allow it. */
+export async function changeReplay(pool: pg.Pool, principal: ApiPrincipal, id: string, action: "pause" | "resume" | "cancel") {
+  const tenantId = principal.tenant.id;
+  await inTransaction(pool, async (client) => {
+    const current = await sql.findReplay(client, tenantId, id);
+    if (!current) throw new AppError("not_found", "No such replay.");
+    const to = replayTransition(current.status, action);
+    const changed = to && (await sql.applyReplayAction(client, tenantId, id, action, to));
+    if (!changed) throw new AppError("conflict", `The replay is ${current.status.replace("_", "-")}; it cannot be ${action === "pause" ? "paused" : action === "resume" ? "resumed" : "cancelled"}.`);
+    await sql.insertAudit(client, {
+      ...auditActor(principal),
+      action: `dlq.replay.${action === "pause" ? "paused" : action === "resume" ? "resumed" : "cancelled"}`,
+      targetType: "dlq_replay",
+      targetId: id,
+      details: { from: current.status, released: current.released, total: current.total, ...(current.status_reason ? { reason: current.status_reason } : {}) },
+    });
+  });
+  return getReplay(pool, tenantId, id);
+}
