@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createTickClient, type ResponseRecord } from "@tick/client";
-import { createPrismaClient, generateApiKey, shardForTenant, type PrismaClient } from "@tick/db";
+import { createPrismaClient, generateApiKey, hashPassword, shardForTenant, type PrismaClient } from "@tick/db";
 import { createTestDatabase, testServerUrl, type TestDatabase } from "@tick/db/testing";
 import { createTestRedis, startProcess, startTcpProxy, waitFor, type RunningProcess, type TcpProxy, type TestRedis } from "@tick/testing";
 import { createOpenApiValidator } from "./openapi-validator";
@@ -44,6 +44,12 @@ export interface ConsoleHarness {
   createTenant(options?: Partial<{ admissionRate: number; admissionBurst: number; maxPendingJobs: number; scopes: string[] }>): Promise<TestTenant>;
   addKey(tenantId: string, scopes: string[]): Promise<{ apiKey: string; keyId: string }>;
   client(apiKey: string): ReturnType<typeof createTickClient>;
+  /** A console user with this role in the tenant (password login). */
+  addUser(tenantId: string, role: "owner" | "admin" | "operator" | "viewer"): Promise<{ id: string; email: string; password: string }>;
+  /** Signs in through next-auth's credentials flow over HTTP; returns the session cookie. */
+  signIn(email: string, password: string): Promise<string>;
+  /** A client authenticated by a console session instead of an API key, calling from the console's origin. */
+  sessionClient(cookie: string, headers?: Record<string, string>): ReturnType<typeof createTickClient>;
   /** Every response seen by clients of this harness that does not match the OpenAPI document. */
   openApiViolations(): Promise<string[]>;
   stop(): Promise<void>;
@@ -130,6 +136,37 @@ export async function startConsole(env: Record<string, string> = {}): Promise<Co
       return { id, slug, apiKey, keyId };
     },
     client: (apiKey: string) => createTickClient({ baseUrl, apiKey, onResponse: (r) => responses.push(r) }),
+    async addUser(tenantId, role) {
+      const password = `pw-${crypto.randomUUID()}`;
+      const email = `${role}-${crypto.randomUUID().slice(0, 8)}@example.test`;
+      const user = await prisma.user.create({ data: { email, passwordHash: await hashPassword(password), memberships: { create: { tenantId, role } } } });
+      return { id: user.id, email, password };
+    },
+    async signIn(email, password) {
+      const jar = new Map<string, string>();
+      const keep = (res: Response) => {
+        for (const c of res.headers.getSetCookie()) {
+          const [pair] = c.split(";");
+          const i = pair!.indexOf("=");
+          jar.set(pair!.slice(0, i), pair!.slice(i + 1));
+        }
+      };
+      const cookie = () => [...jar].map(([k, v]) => `${k}=${v}`).join("; ");
+      const csrf = await fetch(`${baseUrl}/api/auth/csrf`);
+      keep(csrf);
+      const { csrfToken } = (await csrf.json()) as { csrfToken: string };
+      const res = await fetch(`${baseUrl}/api/auth/callback/credentials`, {
+        method: "POST",
+        redirect: "manual",
+        headers: { "content-type": "application/x-www-form-urlencoded", cookie: cookie() },
+        body: new URLSearchParams({ csrfToken, email, password, json: "true" }),
+      });
+      keep(res);
+      if (![...jar.keys()].some((k) => k.includes("session-token"))) throw new Error(`sign-in failed (${res.status})`);
+      return cookie();
+    },
+    sessionClient: (cookie, headers = {}) =>
+      createTickClient({ baseUrl, headers: { cookie, origin: baseUrl, ...headers }, onResponse: (r) => responses.push(r) }),
     openApiViolations: () => validator.violations(responses),
     stop,
   };

@@ -31,7 +31,10 @@ export interface ResponseRecord {
 export interface TickClientOptions {
   /** Console origin, e.g. http://127.0.0.1:3000 (the client adds /api/v1). */
   baseUrl: string;
-  apiKey: string;
+  /** Omit in the console's own pages: the session cookie authenticates, with the user's role. */
+  apiKey?: string;
+  /** Sent with every request (e.g. `tick-tenant` to pick one of a console user's tenants). */
+  headers?: Record<string, string>;
   fetch?: typeof fetch;
   /** Called with every response (tests validate each one against the OpenAPI document). */
   onResponse?: (record: ResponseRecord) => void;
@@ -48,7 +51,12 @@ export function createTickClient(options: TickClientOptions) {
     const path = route.path.replace(/\{(\w+)\}/g, (_, key: string) => encodeURIComponent(String(a.params?.[key] ?? "")));
     const url = new URL(base + path);
     for (const [k, v] of Object.entries(a.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    const headers: Record<string, string> = { authorization: `Bearer ${options.apiKey}`, accept: "application/json", ...a.headers };
+    const headers: Record<string, string> = {
+      ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
+      accept: "application/json",
+      ...options.headers,
+      ...a.headers,
+    };
     if (a.body !== undefined) headers["content-type"] = "application/json";
     if (a.idempotencyKey !== undefined) headers["idempotency-key"] = a.idempotencyKey;
     const res = await doFetch(url, {
