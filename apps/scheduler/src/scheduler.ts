@@ -147,8 +147,13 @@ export function createScheduler(deps: SchedulerDeps) {
     (shard, tenantId, dueAtMs) => dueIndex.noteDue(shard, tenantId, dueAtMs),
   );
 
-  const replayer = new Replayer(pool, { holder: config.id, horizonMs: 1_000, batch: 500, inFlightSeconds: 10 }, logger, metrics, (shard, tenantId, dueAtMs) =>
-    dueIndex.noteDue(shard, tenantId, dueAtMs),
+  const replayer = new Replayer(
+    pool,
+    { holder: config.id, horizonMs: 1_000, batch: 500, inFlightSeconds: 10 },
+    logger,
+    metrics,
+    (shard, tenantId, dueAtMs) => dueIndex.noteDue(shard, tenantId, dueAtMs),
+    () => breakers.openDependencies(),
   );
 
   let held: HeldLease[] = [];

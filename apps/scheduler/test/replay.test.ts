@@ -52,13 +52,17 @@ async function runDispatched(ok: (jobId: string) => boolean): Promise<number> {
     `SELECT a.id AS attempt_id, j.id AS job_id, j.version FROM attempts a JOIN jobs j ON j.current_attempt_id = a.id WHERE a.status = 'pending' AND j.status = 'dispatched'`,
   );
   for (const r of rows) {
-    const started = await sql.startAttempt(w.pool, { attemptId: r.attempt_id, jobId: r.job_id, version: r.version, workerId: "test", leaseMs: 30_000 });
+    let started: sql.StartedAttempt | sql.PacedStart | null = await sql.startAttempt(w.pool, { attemptId: r.attempt_id, jobId: r.job_id, version: r.version, workerId: "test", leaseMs: 30_000 });
+    while (sql.isPaced(started)) {
+      await new Promise((resolve) => setTimeout(resolve, (started as sql.PacedStart).pacedForMs));
+      started = await sql.startAttempt(w.pool, { attemptId: r.attempt_id, jobId: r.job_id, version: r.version, workerId: "test", leaseMs: 30_000 });
+    }
     const success = ok(r.job_id);
     await sql.completeAttemptAndNotify(w.pool, {
       attemptId: r.attempt_id,
       jobId: r.job_id,
-      version: started!.version,
-      fencingToken: started!.fencing_token,
+      version: (started as sql.StartedAttempt).version,
+      fencingToken: (started as sql.StartedAttempt).fencing_token,
       outcome: success ? "success" : "retryable",
       decision: success ? { kind: "succeeded" } : { kind: "dead" },
       httpStatus: success ? 200 : 503,
@@ -89,15 +93,15 @@ describe("DLQ replay loop", () => {
     await s.leaseTick();
 
     expect(await s.replayOnce()).toBe(10); // one second's horizon at 10/s
-    const { rows } = await w.pool.query<{ id: string; priority: number; due_ms: number; status: string; version: number; max_attempts: number; idempotency_key: string; replay_id: string }>(
-      `SELECT id, priority, (extract(epoch FROM due_at) * 1000)::float8 AS due_ms, status, version, max_attempts, idempotency_key, replay_id
+    const { rows } = await w.pool.query<{ id: string; priority: number; due_ms: number; status: string; version: number; max_attempts: number; attempt_count: number; idempotency_key: string; replay_id: string }>(
+      `SELECT id, priority, (extract(epoch FROM due_at) * 1000)::float8 AS due_ms, status, version, max_attempts, attempt_count, idempotency_key, replay_id
          FROM jobs WHERE status = 'scheduled' ORDER BY due_at`,
     );
     expect(rows).toHaveLength(10);
     expect(rows.slice(0, 5).every((r) => high.includes(r.id))).toBe(true);
     expect(rows.slice(5).every((r) => low.includes(r.id) && r.priority === 0)).toBe(true);
     for (let i = 1; i < rows.length; i++) expect(rows[i]!.due_ms - rows[i - 1]!.due_ms).toBeCloseTo(100, 0);
-    expect(rows.every((r) => r.version === 2 && r.max_attempts === 3 && r.replay_id === replay.id && r.idempotency_key.startsWith("key-"))).toBe(true);
+    expect(rows.every((r) => r.version === 2 && r.max_attempts === 2 && r.replay_id === replay.id && r.attempt_count === 0 && r.idempotency_key.startsWith("key-"))).toBe(true);
 
     // Nothing more until the horizon moves: the slots ahead are taken.
     expect(await s.replayOnce()).toBe(0);

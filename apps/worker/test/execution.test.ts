@@ -122,11 +122,11 @@ describe("completion fencing (S7)", () => {
     // Attempt 1 started, then taken over: attempt 2 (token 2) is now running.
     await w.pool.query(`INSERT INTO shard_leases (shard, holder, epoch, expires_at) VALUES ($1, 'x', 1, now() + interval '1 hour')`, [t.shard]);
     const claim1 = await sql.claimDueJobs(w.pool, { shard: t.shard, epoch: "1", tenantId: t.id, limit: 1 });
-    const first = await sql.startAttempt(w.pool, { attemptId: claim1[0]!.attempt_id, jobId: id, version: claim1[0]!.version, workerId: "a", leaseMs: 1 });
+    const first = (await sql.startAttempt(w.pool, { attemptId: claim1[0]!.attempt_id, jobId: id, version: claim1[0]!.version, workerId: "a", leaseMs: 1 })) as sql.StartedAttempt;
     await w.pool.query(`UPDATE attempts SET status = 'lease_expired' WHERE id = $1`, [claim1[0]!.attempt_id]);
     await w.pool.query(`UPDATE jobs SET status = 'scheduled', version = version + 1, current_attempt_id = NULL WHERE id = $1`, [id]);
     const claim2 = await sql.claimDueJobs(w.pool, { shard: t.shard, epoch: "1", tenantId: t.id, limit: 1 });
-    const second = await sql.startAttempt(w.pool, { attemptId: claim2[0]!.attempt_id, jobId: id, version: claim2[0]!.version, workerId: "b", leaseMs: 60_000 });
+    const second = (await sql.startAttempt(w.pool, { attemptId: claim2[0]!.attempt_id, jobId: id, version: claim2[0]!.version, workerId: "b", leaseMs: 60_000 })) as sql.StartedAttempt;
     expect(second!.fencing_token).toBe("2");
 
     const late = await sql.completeAttempt(w.pool, {

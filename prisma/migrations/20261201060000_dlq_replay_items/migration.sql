@@ -45,6 +45,17 @@ ALTER TABLE "dlq_replay_items" ADD CONSTRAINT "dlq_replay_items_replay_id_fkey" 
 ALTER TABLE "dlq_replay_items" ADD CONSTRAINT "dlq_replay_items_job_id_fkey" FOREIGN KEY ("job_id") REFERENCES "jobs"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 
 
+-- CreateTable
+CREATE TABLE "dlq_replay_pacing" (
+    "replay_id" UUID NOT NULL,
+    "last_start_at" TIMESTAMPTZ(3) NOT NULL,
+
+    CONSTRAINT "dlq_replay_pacing_pkey" PRIMARY KEY ("replay_id")
+);
+
+-- AddForeignKey
+ALTER TABLE "dlq_replay_pacing" ADD CONSTRAINT "dlq_replay_pacing_replay_id_fkey" FOREIGN KEY ("replay_id") REFERENCES "dlq_replays"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+
 -- A replay written before this migration has no items to release: close it.
 UPDATE "dlq_replays" SET "finished_at" = COALESCE("finished_at", now());
 ALTER TABLE "dlq_replays" ALTER COLUMN "shard" DROP DEFAULT;

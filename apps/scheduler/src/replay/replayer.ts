@@ -35,16 +35,22 @@ export class Replayer {
     private readonly logger: Logger,
     private readonly metrics: SchedulerMetrics,
     private readonly noteDue: (shard: number, tenantId: string, dueAtMs: number) => Promise<void>,
+    /** Dependencies whose circuit breaker is open now (shared with dispatch, read from Redis). */
+    private readonly openDependencies: () => Promise<string[]> = async () => [],
   ) {}
 
   async runShard(lease: HeldLease): Promise<ReplayRound> {
     let released = 0;
-    for (const replay of await sql.openReplaysOfShard(this.pool, lease.shard)) {
+    const replays = await sql.openReplaysOfShard(this.pool, lease.shard);
+    if (replays.length === 0) return { fenced: true, released };
+    // Breakers live in Redis: when it is down, replays go on judged by their failure rate alone.
+    const open = replays.some((r) => r.status === "running") ? await this.openDependencies().catch(() => []) : [];
+    for (const replay of replays) {
       const result = await withShardFence(
         this.pool,
         this.config.holder,
         lease,
-        (client) => this.step(client, replay),
+        (client) => this.step(client, replay, open),
         (stale) => this.metrics.staleWrites.inc({ shard: String(stale.shard), component: "replay" }),
       );
       if (!result.ok) return { fenced: false, released };
@@ -56,7 +62,7 @@ export class Replayer {
     return { fenced: true, released };
   }
 
-  private async step(client: pg.PoolClient, replay: sql.ReplayRow): Promise<{ released: number; firstDueAt: Date | null; event?: string; reason?: string }> {
+  private async step(client: pg.PoolClient, replay: sql.ReplayRow, openDependencies: string[]): Promise<{ released: number; firstDueAt: Date | null; event?: string; reason?: string }> {
     const tally = await sql.tallyReplay(client, replay.id);
     const idle = { released: 0, firstDueAt: null };
     if (replay.status === "cancelled") {
@@ -67,7 +73,21 @@ export class Replayer {
 
     const recent = await sql.recentFirstOutcomes(client, replay.id, replay.judged_since, replay.failure_window);
     const skipped = replay.skipped + tally.skipped;
-    const verdict = judgeFailureRate(recent, { window: replay.failure_window, threshold: replay.failure_threshold, total: replay.total - skipped });
+    let verdict = judgeFailureRate(recent, { window: replay.failure_window, threshold: replay.failure_threshold, total: replay.total - skipped });
+    // An open breaker on the replay's targets pauses it too, until the operator resumes: a resume says the
+    // cause is fixed, so from then on jobs held by a breaker still open wait for its probe, and only the
+    // failure rate of attempts after the resume is judged.
+    const resumed = replay.judged_since.getTime() > replay.created_at.getTime();
+    const tripped = verdict.pause || resumed ? [] : await sql.replayDependenciesAmong(client, replay.id, openDependencies, replay.failure_window);
+    if (tripped.length > 0) {
+      verdict = {
+        pause: true,
+        rate: verdict.rate ?? 0,
+        reason:
+          `Paused automatically: the circuit breaker of ${tripped.join(", ")} is open (the target is failing right now), ` +
+          `so replayed jobs would only wait behind it or fail again. Resume once it is fixed.`,
+      };
+    }
     if (verdict.pause) {
       if (await sql.concludeReplay(client, replay.id, "auto_paused", verdict.reason)) {
         await this.audit(client, replay, "dlq.replay.auto_paused", { reason: verdict.reason, failureRate: verdict.rate });
@@ -86,14 +106,18 @@ export class Replayer {
       return { ...idle, event: "completed" };
     }
 
+    // Two brakes on releasing ahead of the work: released jobs not finished (a slow or breaker-held
+    // target) and released jobs not started (workers behind the replay's start gate), so a pause or a
+    // verdict leaves little already released, and workers never queue long at the gate.
     const maxInFlight = Math.max(2 * replay.failure_window, Math.ceil(replay.rate_per_second * this.config.inFlightSeconds));
+    const maxWaiting = Math.ceil(replay.rate_per_second * (this.config.horizonMs / 1000 + 1));
     const now = await sql.databaseNow(client);
     const plan = planReleases({
       nowMs: now.getTime(),
       nextSlotMs: replay.next_slot_at?.getTime() ?? null,
       ratePerSecond: replay.rate_per_second,
       horizonMs: this.config.horizonMs,
-      remaining: Math.min(tally.pending, Math.max(0, maxInFlight - tally.inFlight)),
+      remaining: Math.min(tally.pending, Math.max(0, maxInFlight - tally.inFlight), Math.max(0, maxWaiting - tally.waiting)),
       maxBatch: this.config.batch,
     });
     if (plan.count === 0) return idle;

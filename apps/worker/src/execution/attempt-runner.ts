@@ -72,6 +72,29 @@ function decide(started: sql.StartedAttempt, result: HttpCallResult, now: Date, 
  * renewed by heartbeat (aborted if a renewal is refused: S7), then a completion fenced on the attempt's
  * fencing token and the job's version. Every attempt carries the job's stable Idempotency-Key (S6).
  */
+/** Longest a worker holds a replayed message waiting for its replay's start gate before handing it back. */
+const MAX_PACED_WAIT_MS = 2_000;
+
+/**
+ * startAttempt, waiting at the start gate of a DLQ replay (S17) when the job is a replayed one: short
+ * waits are slept here; a long one (a backlog of replayed messages) hands the job back to the scheduler
+ * with that delay, without burning an attempt.
+ */
+async function startPaced(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, msg: AttemptMessage): Promise<sql.StartedAttempt | null | "requeued"> {
+  const args = { attemptId: msg.attemptId, jobId: msg.jobId, version: msg.version, workerId: config.workerId, leaseMs: config.leaseMs };
+  const deadline = performance.now() + MAX_PACED_WAIT_MS;
+  for (;;) {
+    const started = await sql.startAttempt(deps.pool, args);
+    if (!sql.isPaced(started)) return started;
+    if (performance.now() + started.pacedForMs > deadline) {
+      const requeued = await sql.requeueAttempt(deps.pool, { attemptId: msg.attemptId, jobId: msg.jobId, version: msg.version, delayMs: started.pacedForMs, reason: "replay_paced" });
+      if (requeued) await deps.noteDue(requeued.shard, requeued.tenant_id, requeued.due_at.getTime()).catch(() => {});
+      return "requeued";
+    }
+    await new Promise((r) => setTimeout(r, started.pacedForMs));
+  }
+}
+
 export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, raw: unknown): Promise<RunOutcome> {
   const { pool, logger, metrics } = deps;
   const parsed = attemptMessageSchema.safeParse(raw);
@@ -95,7 +118,12 @@ export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerC
       return { kind: "discarded", reason: admission };
     }
   }
-  const started = await sql.startAttempt(pool, { attemptId: msg.attemptId, jobId: msg.jobId, version: msg.version, workerId: config.workerId, leaseMs: config.leaseMs });
+  const started = await startPaced(deps, config, msg);
+  if (started === "requeued") {
+    if (dependency) await deps.breakers.release(dependency).catch(() => {});
+    metrics.discarded.inc({ reason: "replay_paced" });
+    return { kind: "discarded", reason: "replay_paced" };
+  }
   if (!started) {
     if (dependency) await deps.breakers.release(dependency).catch(() => {});
     const reason = await sql.explainUnstartable(pool, msg.attemptId, msg.jobId, msg.version);

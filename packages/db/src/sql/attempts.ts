@@ -28,38 +28,87 @@ export interface StartedAttempt {
   lease_expires_at: Date;
 }
 
+/** A replayed attempt that may not start yet: its replay's start gate opens in `pacedForMs`. */
+export interface PacedStart {
+  pacedForMs: number;
+}
+
+export const isPaced = (r: StartedAttempt | PacedStart | null): r is PacedStart => r !== null && "pacedForMs" in r;
+
 /**
  * dispatched → running, only if the job is still dispatched at the version the message carries with
  * this attempt as its current one, and the attempt has not started (S15: a cancelled or re-dispatched
  * job, or a duplicate message, matches nothing). Sets the lease in database time. The job row is locked
  * before the attempt row, the same order as cancel, so the two never deadlock.
+ *
+ * A job released by a DLQ replay also passes the replay's start gate (S17): its attempts start at least
+ * 1/rate seconds apart, so the replay's rate holds where the work happens, not only where it is
+ * released. Too early, nothing changes and the caller learns how long to wait.
  */
 export async function startAttempt(
   pool: pg.Pool,
   args: { attemptId: string; jobId: string; version: number; workerId: string; leaseMs: number },
-): Promise<StartedAttempt | null> {
+): Promise<StartedAttempt | PacedStart | null> {
   return inTransaction(pool, async (client) => {
-    const job = await client.query<Omit<StartedAttempt, "attempt_number" | "lease_expires_at">>(
+    const job = await client.query<Omit<StartedAttempt, "attempt_number" | "lease_expires_at"> & { replay_id: string | null }>(
       `UPDATE jobs SET status = 'running', version = version + 1, attempt_count = attempt_count + 1, updated_at = now()
         WHERE id = $2 AND status = 'dispatched' AND version = $3 AND current_attempt_id = $1
         RETURNING id AS job_id, tenant_id, shard, version, fencing_token::text, attempt_count, max_attempts, method, url, headers,
-                  body, timeout_ms, idempotency_key, schedule_id, occurrence_at, backoff, expires_at, dependency_key`,
+                  body, timeout_ms, idempotency_key, schedule_id, occurrence_at, backoff, expires_at, dependency_key, replay_id`,
       [args.attemptId, args.jobId, args.version],
     );
     if (!job.rows[0]) return null;
+    const { replay_id: replayId, ...started } = job.rows[0];
+    const startedAt = replayId ? await passReplayGate(client, replayId) : null;
+    if (startedAt && "pacedForMs" in startedAt) throw new Paced(startedAt.pacedForMs);
     const attempt = await client.query<{ number: number; lease_expires_at: Date }>(
-      `UPDATE attempts SET status = 'running', worker_id = $2, started_at = now(), heartbeat_at = now(),
+      `UPDATE attempts SET status = 'running', worker_id = $2, started_at = coalesce($4, now()), heartbeat_at = now(),
               lease_expires_at = now() + make_interval(secs => $3 / 1000.0)
         WHERE id = $1 AND status = 'pending'
         RETURNING number, lease_expires_at`,
-      [args.attemptId, args.workerId, args.leaseMs],
+      [args.attemptId, args.workerId, args.leaseMs, startedAt?.at ?? null],
     );
     if (!attempt.rows[0]) throw new AttemptNotPending();
-    return { ...job.rows[0], attempt_number: attempt.rows[0].number, lease_expires_at: attempt.rows[0].lease_expires_at };
+    return { ...started, attempt_number: attempt.rows[0].number, lease_expires_at: attempt.rows[0].lease_expires_at };
   }).catch((err) => {
     if (err instanceof AttemptNotPending) return null; // rolled back: nothing started
+    if (err instanceof Paced) return { pacedForMs: err.ms }; // rolled back: still dispatched
     throw err;
   });
+}
+
+/**
+ * The replay's start gate: locks its pacing row and, if 1/rate has passed since the last start, takes
+ * the next start instant (rounded up to the millisecond, as stored, so stored starts are never closer
+ * than 1/rate). A replay that no longer exists has no gate.
+ */
+async function passReplayGate(client: pg.PoolClient, replayId: string): Promise<{ at: Date } | PacedStart | null> {
+  const { rows } = await client.query<{ gated: boolean; started_at: Date | null; wait_ms: number | null }>(
+    `WITH r AS (SELECT id, 1000.0 / rate_per_second AS spacing_ms FROM dlq_replays WHERE id = $1),
+     gate AS (
+       INSERT INTO dlq_replay_pacing AS p (replay_id, last_start_at)
+       SELECT id, date_trunc('milliseconds', clock_timestamp()) + interval '1 millisecond' FROM r
+       ON CONFLICT (replay_id) DO UPDATE SET last_start_at = date_trunc('milliseconds', clock_timestamp()) + interval '1 millisecond'
+        WHERE clock_timestamp() >= p.last_start_at + make_interval(secs => (SELECT spacing_ms FROM r) / 1000.0)
+       RETURNING last_start_at
+     )
+     SELECT EXISTS (SELECT 1 FROM r) AS gated, (SELECT last_start_at FROM gate) AS started_at,
+            (SELECT ceil(extract(epoch FROM (p.last_start_at + make_interval(secs => r.spacing_ms / 1000.0) - clock_timestamp())) * 1000)::int
+               FROM dlq_replay_pacing p JOIN r ON r.id = p.replay_id) AS wait_ms`,
+    [replayId],
+  );
+  const row = rows[0]!;
+  if (!row.gated) return null;
+  if (row.started_at) return { at: row.started_at };
+  // The wait is read from this statement's snapshot: a start committed meanwhile makes it short, and
+  // the caller simply asks again.
+  return { pacedForMs: Math.max(1, row.wait_ms ?? 1) };
+}
+
+class Paced extends Error {
+  constructor(readonly ms: number) {
+    super("paced");
+  }
 }
 
 class AttemptNotPending extends Error {}

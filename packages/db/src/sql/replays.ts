@@ -62,7 +62,8 @@ export async function previewReplay(
 
 /**
  * Creates a running replay holding up to `maxJobs` of the matching dead jobs (highest priority first,
- * then oldest death), in the caller's transaction. Returns null when nothing matches.
+ * then oldest death), replay row and items in one statement, so no reader ever sees a replay without
+ * its items. Returns null when nothing matches.
  */
 export async function createReplay(
   db: Queryable,
@@ -79,21 +80,33 @@ export async function createReplay(
     maxJobs: number;
   },
 ): Promise<ReplayRow | null> {
-  const created = await db.query<{ id: string }>(
-    `INSERT INTO dlq_replays (id, tenant_id, shard, actor, filter, rate_per_second, failure_threshold, failure_window, attempts, total, status)
-     VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, $6, $7, $8, 0, 'running') RETURNING id`,
-    [args.tenantId, args.shard, args.actor, JSON.stringify(args.filter), args.ratePerSecond, args.failureThreshold, args.failureWindow, args.attempts],
+  const { rows } = await db.query<ReplayRow>(
+    `WITH picked AS (
+       SELECT j.id, j.priority, j.finished_at ${REPLAYABLE}
+        ORDER BY j.priority DESC, j.finished_at, j.id LIMIT $9
+     ), replay AS (
+       INSERT INTO dlq_replays (id, tenant_id, shard, actor, filter, rate_per_second, failure_threshold, failure_window, attempts, total, status)
+       SELECT gen_random_uuid(), $1, $10, $11, $12, $13, $14, $15, $16, (SELECT count(*) FROM picked), 'running'
+        WHERE EXISTS (SELECT 1 FROM picked)
+       RETURNING *
+     ), items AS (
+       INSERT INTO dlq_replay_items (replay_id, job_id, priority, dead_at)
+       SELECT replay.id, p.id, p.priority, p.finished_at FROM picked p, replay
+     )
+     SELECT * FROM replay`,
+    [
+      ...selectionParams(args.tenantId, args.selection),
+      args.maxJobs,
+      args.shard,
+      args.actor,
+      JSON.stringify(args.filter),
+      args.ratePerSecond,
+      args.failureThreshold,
+      args.failureWindow,
+      args.attempts,
+    ],
   );
-  const id = created.rows[0]!.id;
-  const items = await db.query(
-    `INSERT INTO dlq_replay_items (replay_id, job_id, priority, dead_at)
-     SELECT $10, j.id, j.priority, j.finished_at ${REPLAYABLE}
-      ORDER BY j.priority DESC, j.finished_at, j.id LIMIT $9`,
-    [...selectionParams(args.tenantId, args.selection), args.maxJobs, id],
-  );
-  if (!items.rowCount) return null;
-  const { rows } = await db.query<ReplayRow>(`UPDATE dlq_replays SET total = $2 WHERE id = $1 RETURNING *`, [id, items.rowCount]);
-  return rows[0]!;
+  return rows[0] ?? null;
 }
 
 /** A replay with its live item counts, as the API shows it. */
@@ -178,8 +191,8 @@ export async function openReplaysOfShard(db: Queryable, shard: number): Promise<
 /**
  * Releases the next `count` items of a running replay (highest priority, then oldest death): dead →
  * scheduled (the `replay` event; version + 1) with due times `firstSlot + k × spacing`, so they start
- * evenly paced; each gets `attempts` more attempts under a new attempt ID when dispatched, and keeps
- * its idempotency key. An item whose job is no longer dead is settled as skipped. Conditional on the
+ * evenly paced; each gets a fresh budget of `attempts` attempts (attempt_count restarts at 0; attempt
+ * numbers and fencing tokens keep rising), a new attempt ID when dispatched, and keeps its idempotency key. An item whose job is no longer dead is settled as skipped. Conditional on the
  * replay still running, so a pause or cancel committed meanwhile releases nothing.
  */
 export async function releaseReplayJobs(
@@ -200,7 +213,9 @@ export async function releaseReplayJobs(
      ), released AS (
        UPDATE jobs j SET status = 'scheduled', version = j.version + 1, updated_at = now(),
               due_at = $4::timestamptz + make_interval(secs => s.k * $5 / 1000.0),
-              max_attempts = j.attempt_count + $6, replay_id = $1, finished_at = NULL, cancel_requested_at = NULL
+              -- A fresh budget: the first replayed attempt is not a retry (the retry budget of the
+              -- dependency's breaker is for automatic retries; the replay has its own rate).
+              attempt_count = 0, max_attempts = $6, replay_id = $1, finished_at = NULL, cancel_requested_at = NULL
          FROM slotted s WHERE j.id = s.job_id AND j.tenant_id = $2 AND j.status = 'dead'
         RETURNING j.id, j.fencing_token, j.due_at
      ), marked AS (
@@ -231,6 +246,8 @@ export interface ReplayTally {
   pending: number;
   /** Released items whose jobs have not finished yet. */
   inFlight: number;
+  /** Of those, jobs not started yet (waiting for their slot, dispatch, or the start gate). */
+  waiting: number;
 }
 
 /**
@@ -274,7 +291,9 @@ export async function tallyReplay(db: Queryable, replayId: string): Promise<Repl
      )
      SELECT c.succeeded, c.failed, c.skipped,
             (SELECT count(*)::int FROM dlq_replay_items WHERE replay_id = $1 AND released_at IS NULL AND outcome IS NULL) AS pending,
-            (SELECT count(*)::int FROM dlq_replay_items WHERE replay_id = $1 AND released_at IS NOT NULL AND outcome IS NULL) - (SELECT count(*)::int FROM settled) AS "inFlight"
+            (SELECT count(*)::int FROM dlq_replay_items WHERE replay_id = $1 AND released_at IS NOT NULL AND outcome IS NULL) - (SELECT count(*)::int FROM settled) AS "inFlight",
+            (SELECT count(*)::int FROM dlq_replay_items i JOIN jobs j ON j.id = i.job_id
+              WHERE i.replay_id = $1 AND i.released_at IS NOT NULL AND i.outcome IS NULL AND j.status IN ('scheduled', 'dispatched')) AS waiting
        FROM counts c`,
     [replayId],
   );
@@ -323,4 +342,23 @@ export async function insertAudit(
 export async function databaseNow(db: Queryable): Promise<Date> {
   const { rows } = await db.query<{ now: Date }>(`SELECT now() AS now`);
   return rows[0]!.now;
+}
+
+/**
+ * Dependencies among `open` (circuit breakers open now) that the replay's in-flight jobs or its next
+ * `lookahead` jobs to release call: replaying into them would only wait behind the breaker or fail.
+ */
+export async function replayDependenciesAmong(db: Queryable, replayId: string, open: string[], lookahead: number): Promise<string[]> {
+  if (open.length === 0) return [];
+  const { rows } = await db.query<{ dependency_key: string }>(
+    `SELECT DISTINCT j.dependency_key FROM (
+       (SELECT job_id FROM dlq_replay_items WHERE replay_id = $1 AND released_at IS NOT NULL AND outcome IS NULL)
+       UNION ALL
+       (SELECT job_id FROM dlq_replay_items WHERE replay_id = $1 AND released_at IS NULL AND outcome IS NULL
+         ORDER BY priority DESC, dead_at, job_id LIMIT $3)
+     ) i JOIN jobs j ON j.id = i.job_id
+     WHERE j.dependency_key = ANY($2::text[])`,
+    [replayId, open, lookahead],
+  );
+  return rows.map((r) => r.dependency_key);
 }
