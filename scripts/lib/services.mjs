@@ -43,6 +43,26 @@ export async function postgresAnswers(url, timeoutMs = 3000) {
   }
 }
 
+/** Creates the URL's database if the server does not have it yet (a fresh server has only `postgres`). */
+export async function ensureDatabase(url) {
+  const pg = loadPg();
+  const name = decodeURIComponent(new URL(url).pathname.replace(/^\//, "")) || "postgres";
+  const admin = new URL(url);
+  admin.pathname = "/postgres";
+  const client = new pg.Client({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    const { rowCount } = await client.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
+    if (!rowCount) {
+      await client.query(`CREATE DATABASE "${name.replaceAll('"', '""')}"`).catch((err) => {
+        if (err.code !== "42P04") throw err; // created meanwhile by someone else
+      });
+    }
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
 /** Sends PING over a raw socket and expects +PONG (works before any npm package is installed). */
 export function redisAnswers(url, timeoutMs = 2000) {
   const u = new URL(url);
@@ -217,6 +237,7 @@ export async function ensureServices({ env = process.env, dataDir, log = console
   const database = (await postgresAnswers(wantedDb))
     ? { url: wantedDb, started: false, stop: async () => {} }
     : (log(`${redact(wantedDb)} does not answer`), await startLocalPostgres(dataDir, log, env.TICK_LOCAL_POSTGRES));
+  await ensureDatabase(database.url);
 
   const wantedRedis = env.REDIS_URL || DEFAULT_REDIS_URL;
   const redis = (await redisAnswers(wantedRedis))

@@ -15,6 +15,7 @@ const CASES: [ErrorCode, number, string][] = [
   ["payload_too_large", 413, "https://tick.dev/problems/payload-too-large"],
   ["unsupported_media_type", 415, "https://tick.dev/problems/unsupported-media-type"],
   ["target_not_allowed", 422, "https://tick.dev/problems/target-not-allowed"],
+  ["nothing_to_replay", 422, "https://tick.dev/problems/nothing-to-replay"],
   ["rate_limited", 429, "https://tick.dev/problems/rate-limited"],
   ["quota_exceeded", 429, "https://tick.dev/problems/quota-exceeded"],
   ["database_unavailable", 503, "https://tick.dev/problems/database-unavailable"],
