@@ -1,9 +1,8 @@
-import Link from "next/link";
 import { redirect } from "next/navigation";
+import { ConsoleHeader } from "@/components/console-header";
 import { StatusBars } from "@/components/status-bars";
 import { getConsoleUser } from "@/server/auth";
 import { getTenantOverview } from "@/server/overview";
-import { SignOutButton } from "./sign-out-button";
 
 export const dynamic = "force-dynamic";
 
@@ -14,19 +13,7 @@ export default async function DashboardPage() {
 
   return (
     <main className="mx-auto max-w-5xl p-6">
-      <header className="mb-8 flex items-center justify-between">
-        <div>
-          <h1 className="text-2xl font-semibold">Tick</h1>
-          <p className="text-sm text-slate-500">
-            Signed in as {user.email}
-            {membership ? ` · ${membership.tenantName} (${membership.role})` : ""}
-          </p>
-        </div>
-        <div className="flex items-center gap-3">
-          <Link href="/docs/api" className="text-sm text-slate-600 hover:text-slate-900 hover:underline">API reference</Link>
-          <SignOutButton />
-        </div>
-      </header>
+      <ConsoleHeader user={user} membership={membership} current="/" />
       {membership ? <TenantDashboard tenantId={membership.tenantId} /> : (
         <p className="text-slate-600">You are not a member of any tenant yet. Ask an owner to invite you.</p>
       )}

@@ -1,0 +1,33 @@
+import Link from "next/link";
+import type { ConsoleMembership, ConsoleUser } from "@/server/auth";
+import { SignOutButton } from "@/app/sign-out-button";
+
+const NAV = [
+  { href: "/", label: "Dashboard" },
+  { href: "/dlq", label: "Dead letters" },
+  { href: "/docs/api", label: "API reference" },
+];
+
+/** The console's top bar: who is signed in to which tenant (and as what), the pages, sign out. */
+export function ConsoleHeader({ user, membership, current }: { user: ConsoleUser; membership: ConsoleMembership | undefined; current: string }) {
+  return (
+    <header className="mb-8 flex items-center justify-between">
+      <div>
+        <h1 className="text-2xl font-semibold">Tick</h1>
+        <p className="text-sm text-slate-500">
+          Signed in as {user.email}
+          {membership ? ` · ${membership.tenantName} (${membership.role})` : ""}
+        </p>
+      </div>
+      <nav className="flex items-center gap-4" aria-label="Console">
+        {NAV.map((item) => (
+          <Link key={item.href} href={item.href} aria-current={item.href === current ? "page" : undefined}
+            className={`text-sm hover:underline ${item.href === current ? "font-medium text-slate-900" : "text-slate-600 hover:text-slate-900"}`}>
+            {item.label}
+          </Link>
+        ))}
+        <SignOutButton />
+      </nav>
+    </header>
+  );
+}
