@@ -6,3 +6,4 @@ export * from "./shutdown.js";
 export * from "./run-service.js";
 export * from "./stores.js";
 export * from "./fault-points.js";
+export * from "./clock-skew.js";

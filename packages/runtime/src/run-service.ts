@@ -1,3 +1,4 @@
+import { installClockSkew } from "./clock-skew.js";
 import type { Registry } from "prom-client";
 import { EnvError } from "./env.js";
 import { startHealthServer, type ReadinessCheck } from "./health-server.js";
@@ -32,6 +33,7 @@ export const EXIT_CONFIG = 78;
  */
 export async function runService<E extends { LOG_LEVEL: string }>(options: RunServiceOptions<E>): Promise<void> {
   const { name } = options;
+  installClockSkew(Number(options.rawEnv.TICK_TEST_CLOCK_SKEW_MS ?? 0));
   try {
     let env: E;
     try {

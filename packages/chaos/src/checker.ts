@@ -1,0 +1,179 @@
+import type pg from "pg";
+import type { ChaosSink } from "./sink.js";
+import type { Op } from "./workload.js";
+
+export interface PhaseRow {
+  phase: string;
+  scenarios: string;
+  faults: number;
+  jobs: number;
+  lost: number;
+  duplicateEffects: number;
+  rawDuplicateDeliveries: number;
+  /** The quiet tenant's worst and 99th-percentile lag (create → first delivery) for jobs created in the phase. */
+  quietMaxLagMs: number | null;
+  quietP99LagMs: number | null;
+}
+
+export interface Verdict {
+  rows: PhaseRow[];
+  totals: { jobs: number; lost: number; duplicateEffects: number; rawDuplicateDeliveries: number; faults: number };
+  /** Every broken invariant, in words; empty means the run passed. */
+  violations: string[];
+  facts: Record<string, number>;
+}
+
+const percentile = (values: number[], p: number) => {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+};
+
+/**
+ * The invariants, checked against Postgres and what the downstream actually received:
+ * every acknowledged job exists and ended as its kind must; each succeeded job had exactly one effect
+ * (raw duplicate deliveries counted, never a second effect, never two jobs for one client request);
+ * a job cancelled before it started was never delivered; no job has two successful attempts or a
+ * fencing token behind its attempts; the outbox is published; nothing due is left undispatched; the
+ * quiet tenant's lag stayed bounded while the noisy tenant burst.
+ */
+export async function checkInvariants(args: {
+  pool: pg.Pool;
+  sink: ChaosSink;
+  ops: Op[];
+  phases: { name: string; scenarios: string; faults: number }[];
+  quietLagBoundMs: number;
+}): Promise<Verdict> {
+  const { pool, sink, ops } = args;
+  const violations: string[] = [];
+  const { rows: jobs } = await pool.query<{ id: string; status: string; idempotency_key: string | null; schedule_id: string | null; fencing_token: string }>(
+    `SELECT id, status, idempotency_key, schedule_id, fencing_token::text FROM jobs`,
+  );
+  const { rows: attempts } = await pool.query<{ id: string; job_id: string; status: string; fencing_token: string }>(`SELECT id, job_id, status, fencing_token::text FROM attempts`);
+  const jobById = new Map(jobs.map((j) => [j.id, j]));
+  const jobsByKey = new Map<string, typeof jobs>();
+  for (const j of jobs) if (j.idempotency_key) jobsByKey.set(j.idempotency_key, [...(jobsByKey.get(j.idempotency_key) ?? []), j]);
+  const attemptJob = new Map(attempts.map((a) => [a.id, a.job_id]));
+  const attemptsByJob = new Map<string, typeof attempts>();
+  for (const a of attempts) attemptsByJob.set(a.job_id, [...(attemptsByJob.get(a.job_id) ?? []), a]);
+  const deliveriesByKey = new Map<string, ChaosSink["deliveries"]>();
+  for (const d of sink.deliveries) deliveriesByKey.set(d.key, [...(deliveriesByKey.get(d.key) ?? []), d]);
+
+  /** Jobs whose 2xx deliveries came from more than one job for one key: two effects for one request. */
+  const effectJobs = (key: string) => new Set((deliveriesByKey.get(key) ?? []).filter((d) => d.status === 200).map((d) => attemptJob.get(d.attemptId) ?? `unknown:${d.attemptId}`));
+  const rawDuplicates = (key: string) => Math.max(0, (deliveriesByKey.get(key) ?? []).filter((d) => d.status === 200).length - 1);
+
+  const rows = new Map<string, PhaseRow>(
+    args.phases.map((p) => [p.name, { phase: p.name, scenarios: p.scenarios, faults: p.faults, jobs: 0, lost: 0, duplicateEffects: 0, rawDuplicateDeliveries: 0, quietMaxLagMs: null, quietP99LagMs: null }]),
+  );
+  const quietLags = new Map<string, number[]>();
+
+  for (const op of ops) {
+    const row = rows.get(op.phase);
+    if (!row) continue;
+    const found = jobsByKey.get(op.key) ?? [];
+    if (found.length > 1) {
+      row.duplicateEffects++;
+      violations.push(`${op.key}: ${found.length} jobs for one Idempotency-Key`);
+    }
+    if (!op.jobId) {
+      // Never acknowledged (the run ended mid-outage): it may or may not exist, but at most once (above).
+      continue;
+    }
+    row.jobs++;
+    const job = jobById.get(op.jobId);
+    const lose = (why: string) => {
+      row.lost++;
+      violations.push(`${op.key} (${op.kind}, job ${op.jobId}): ${why}`);
+    };
+    if (!job) {
+      lose("acknowledged but not in the database");
+      continue;
+    }
+    const effects = effectJobs(op.key);
+    row.rawDuplicateDeliveries += rawDuplicates(op.key);
+    if (effects.size > 1) {
+      row.duplicateEffects++;
+      violations.push(`${op.key}: effects from ${effects.size} different jobs`);
+    }
+    const succeeded = (attemptsByJob.get(job.id) ?? []).filter((a) => a.status === "succeeded").length;
+    if (succeeded > 1) {
+      row.duplicateEffects++;
+      violations.push(`${op.key}: ${succeeded} successful attempts recorded`);
+    }
+    const expect = (statuses: string[]) => {
+      if (!statuses.includes(job.status)) lose(`ended ${job.status}, expected ${statuses.join(" or ")}`);
+    };
+    switch (op.kind) {
+      case "fail":
+        expect(["dead"]);
+        break;
+      case "cancel":
+        if (op.cancel === "cancelled") {
+          expect(["cancelled"]);
+          if ((deliveriesByKey.get(op.key) ?? []).length > 0) lose("cancelled before it started, yet delivered");
+        } else if (op.cancel === "requested") expect(["cancelled", "succeeded"]);
+        else expect(["succeeded", "cancelled"]);
+        break;
+      default:
+        expect(["succeeded"]);
+    }
+    if (job.status === "succeeded" && effects.size === 0) lose("succeeded without any effect at the downstream");
+    if (op.kind === "quiet") {
+      const first = (deliveriesByKey.get(op.key) ?? [])[0];
+      if (first) quietLags.set(op.phase, [...(quietLags.get(op.phase) ?? []), first.at - op.createdAt]);
+    }
+  }
+
+  for (const [phase, lags] of quietLags) {
+    const row = rows.get(phase)!;
+    row.quietMaxLagMs = Math.max(...lags);
+    row.quietP99LagMs = percentile(lags, 99);
+  }
+  const burst = rows.get("noisy tenant burst");
+  if (burst?.quietP99LagMs != null && burst.quietP99LagMs > args.quietLagBoundMs) {
+    violations.push(`quiet tenant p99 lag during the noisy burst was ${burst.quietP99LagMs} ms (bound ${args.quietLagBoundMs} ms)`);
+  }
+
+  // Schedule occurrences: one job each (the unique constraint), each succeeded one delivered.
+  const occurrenceJobs = jobs.filter((j) => j.schedule_id);
+  for (const j of occurrenceJobs) {
+    if (j.status !== "succeeded") violations.push(`schedule occurrence ${j.idempotency_key} ended ${j.status}`);
+    else if (effectJobs(j.idempotency_key ?? "").size !== 1) violations.push(`schedule occurrence ${j.idempotency_key}: ${effectJobs(j.idempotency_key ?? "").size} effects`);
+  }
+
+  // Fencing: a job's token is its newest attempt's, and attempts' tokens are distinct.
+  for (const j of jobs) {
+    const tokens = (attemptsByJob.get(j.id) ?? []).map((a) => Number(a.fencing_token));
+    if (tokens.length && Math.max(...tokens) !== Number(j.fencing_token)) violations.push(`job ${j.id}: fencing token ${j.fencing_token} is not its newest attempt's`);
+    if (new Set(tokens).size !== tokens.length) violations.push(`job ${j.id}: two attempts with one fencing token`);
+  }
+
+  const one = async (q: string) => Number((await pool.query<{ n: string }>(q)).rows[0]!.n);
+  const facts = {
+    unpublishedOutboxRows: await one(`SELECT count(*) AS n FROM outbox WHERE published_at IS NULL`),
+    dueButUndispatched: await one(`SELECT count(*) AS n FROM jobs WHERE status = 'scheduled' AND due_at < now() - interval '3 seconds'`),
+    stuckInFlight: await one(`SELECT count(*) AS n FROM jobs WHERE status IN ('dispatched', 'running')`),
+    staleSchedulerWritesRefused: await one(`SELECT coalesce(sum(stale_writes_rejected), 0) AS n FROM shard_leases`),
+    lateCompletionsRefused: await one(`SELECT coalesce(sum(late_completions), 0) AS n FROM attempts`),
+    shardEpochMax: await one(`SELECT coalesce(max(epoch), 0) AS n FROM shard_leases`),
+    scheduleOccurrences: occurrenceJobs.length,
+    deliveries: sink.deliveries.length,
+    webhooks: sink.webhooks.length,
+    replays: await one(`SELECT count(*) AS n FROM dlq_replays`),
+    replaysNotCompleted: await one(`SELECT count(*) AS n FROM dlq_replays WHERE status <> 'completed'`),
+  };
+  if (facts.unpublishedOutboxRows > 0) violations.push(`${facts.unpublishedOutboxRows} outbox rows never published`);
+  if (facts.dueButUndispatched > 0) violations.push(`${facts.dueButUndispatched} due jobs left undispatched`);
+  if (facts.stuckInFlight > 0) violations.push(`${facts.stuckInFlight} jobs still dispatched or running after the drain`);
+  if (facts.replaysNotCompleted > 0) violations.push(`${facts.replaysNotCompleted} DLQ replays did not complete`);
+
+  const list = [...rows.values()];
+  const sum = (k: "jobs" | "lost" | "duplicateEffects" | "rawDuplicateDeliveries" | "faults") => list.reduce((s, r) => s + r[k], 0);
+  return {
+    rows: list,
+    totals: { jobs: sum("jobs") + occurrenceJobs.length, lost: sum("lost"), duplicateEffects: sum("duplicateEffects"), rawDuplicateDeliveries: sum("rawDuplicateDeliveries"), faults: sum("faults") },
+    violations,
+    facts,
+  };
+}

@@ -1,0 +1,208 @@
+import net from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { Redis } from "ioredis";
+import { createTestDatabase, testServerUrl, type TestDatabase } from "@tick/db/testing";
+import { startProcess, startTcpProxy, waitFor, type RunningProcess, type TcpProxy } from "@tick/testing";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
+const nextBin = path.join(root, "node_modules/next/dist/bin/next");
+
+export const SHARDS = 8;
+
+/** Timings shortened so that failover and lease expiry happen within a chaos phase. */
+const FAST = {
+  LOG_LEVEL: "warn",
+  TICK_SHARDS: String(SHARDS),
+  TICK_REDIS_PREFIX: "chaos",
+  TICK_SSRF_ALLOWED_CIDRS: "127.0.0.0/8",
+  SCHEDULER_LEASE_TTL: "3s",
+  SCHEDULER_LEASE_RENEW_INTERVAL: "1s",
+  SCHEDULER_DISPATCH_INTERVAL: "50ms",
+  SCHEDULER_REAPER_INTERVAL: "500ms",
+  SCHEDULER_LEASE_GRACE: "2s",
+  SCHEDULER_STRANDED_AFTER: "5s",
+  SCHEDULER_RECONCILE_INTERVAL: "1s",
+  SCHEDULER_PUBLISH_TIMEOUT: "2s",
+  SCHEDULER_RECURRENCE_LOOKAHEAD: "1s",
+  SCHEDULER_RECURRENCE_INTERVAL: "250ms",
+  WORKER_LEASE_TTL: "3s",
+  WORKER_HEARTBEAT_INTERVAL: "1s",
+  WORKER_SHUTDOWN_GRACE: "3s",
+  WORKER_WEBHOOK_RETRY_BASE: "200ms",
+  BREAKER_OPEN_FOR: "3s",
+};
+
+/** The documented margin a process clock may be off by: SCHEDULER_LEASE_GRACE. */
+export const CLOCK_SKEW_MARGIN_MS = 2_000;
+
+export type Role = "scheduler" | "worker";
+
+export interface Member {
+  name: string;
+  role: Role;
+  proc: RunningProcess;
+  healthPort: number;
+  frozen: boolean;
+  extraEnv: Record<string, string>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const port = (server.address() as net.AddressInfo).port;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** PING over a raw socket: true on +PONG. */
+function redisPing(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: "127.0.0.1", port });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(1_000, () => done(false));
+    socket.once("error", () => done(false));
+    socket.once("connect", () => socket.write("PING\r\n"));
+    socket.once("data", (d) => done(d.toString().startsWith("+PONG")));
+  });
+}
+
+async function ready(url: string, proc: RunningProcess, what: string) {
+  await waitFor(async () => (await fetch(url).catch(() => null))?.ok, { timeoutMs: 60_000, intervalMs: 200, description: `${what} ready (output: ${proc.output().slice(-600)})` });
+}
+
+/**
+ * The product under test, for real: its own database (copied from the migrated template), a private
+ * redis-server (so it can be restarted), TCP proxies in front of both (so they can be cut), one console
+ * and several schedulers and workers as child processes.
+ */
+export async function startCluster(options: { schedulers: number; workers: number; log: (line: string) => void }) {
+  const db: TestDatabase = await createTestDatabase(testServerUrl());
+  const dbUrl = new URL(db.url);
+  const redisPort = await freePort();
+  const startRedis = async () => {
+    const proc = startProcess("redis-server", ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]);
+    await waitFor(() => redisPing(redisPort), { timeoutMs: 10_000, description: `redis-server on ${redisPort} (${proc.output().slice(-300)})` });
+    return proc;
+  };
+  let redisProc = await startRedis();
+  const pgProxy: TcpProxy = await startTcpProxy({ targetHost: dbUrl.hostname, targetPort: Number(dbUrl.port || 5432) });
+  const redisProxy: TcpProxy = await startTcpProxy({ targetHost: "127.0.0.1", targetPort: redisPort });
+  const redisUrl = `redis://127.0.0.1:${redisPort}`;
+  const env = {
+    ...process.env,
+    ...FAST,
+    DATABASE_URL: pgProxy.url(db.url),
+    REDIS_URL: redisProxy.url(redisUrl),
+  } as Record<string, string>;
+  /** Direct connections (not through the proxies) for the workload's bookkeeping and the checker. */
+  const pool = new pg.Pool({ connectionString: db.url, max: 4 });
+  const adminRedis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  adminRedis.on("error", () => {});
+
+  const consolePort = await freePort();
+  const consoleUrl = `http://127.0.0.1:${consolePort}`;
+  const consoleProc = startProcess(process.execPath, [nextBin, "start", path.join(root, "apps/console"), "-p", String(consolePort), "-H", "127.0.0.1"], {
+    env: { ...env, NODE_ENV: "production", NEXT_TELEMETRY_DISABLED: "1", NEXTAUTH_SECRET: "chaos-secret-chaos-secret-chaos-0123", NEXTAUTH_URL: consoleUrl },
+  });
+  await ready(`${consoleUrl}/readyz`, consoleProc, "console");
+
+  const members = new Map<string, Member>();
+  const launch = async (name: string, role: Role, extraEnv: Record<string, string> = {}) => {
+    const healthPort = await freePort();
+    const portVar = role === "scheduler" ? "SCHEDULER_HEALTH_PORT" : "WORKER_HEALTH_PORT";
+    const idVar = role === "scheduler" ? "SCHEDULER_ID" : "WORKER_ID";
+    const proc = startProcess(process.execPath, [path.join(root, "apps", role, "dist/main.js")], {
+      env: { ...env, [portVar]: String(healthPort), [idVar]: name, ...extraEnv },
+    });
+    const member: Member = { name, role, proc, healthPort, frozen: false, extraEnv };
+    members.set(name, member);
+    await ready(`http://127.0.0.1:${healthPort}/healthz`, proc, name);
+    return member;
+  };
+  for (let i = 1; i <= options.schedulers; i++) await launch(`scheduler-${i}`, "scheduler");
+  for (let i = 1; i <= options.workers; i++) await launch(`worker-${i}`, "worker");
+
+  const alive = (m: Member) => m.proc.child.exitCode === null && m.proc.child.signalCode === null;
+
+  return {
+    db,
+    pool,
+    consoleUrl,
+    pgProxy,
+    redisProxy,
+    members,
+    adminRedis,
+    byRole: (role: Role) => [...members.values()].filter((m) => m.role === role),
+    alive,
+    kill(m: Member) {
+      m.proc.child.kill("SIGKILL");
+    },
+    freeze(m: Member) {
+      m.proc.child.kill("SIGSTOP");
+      m.frozen = true;
+    },
+    thaw(m: Member) {
+      m.proc.child.kill("SIGCONT");
+      m.frozen = false;
+    },
+    /** Starts a member again (after a kill or a crash at a fault point), with different env if asked. */
+    async restart(m: Member, extraEnv: Record<string, string> = {}) {
+      if (alive(m)) {
+        m.proc.child.kill("SIGKILL");
+        await m.proc.exited;
+      }
+      await launch(m.name, m.role, extraEnv);
+    },
+    async restartRedis() {
+      redisProc.child.kill("SIGKILL");
+      await redisProc.exited;
+      redisProc = await startRedis();
+    },
+    /** Ends every server backend of the product's database (as a failover or an admin would). */
+    async terminateBackends(): Promise<number> {
+      const admin = new pg.Client({ connectionString: db.url });
+      await admin.connect();
+      try {
+        const { rowCount } = await admin.query(
+          `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name LIKE 'tick%'`,
+        );
+        return rowCount ?? 0;
+      } finally {
+        await admin.end();
+      }
+    },
+    /** Everyone back up and running: thaw the frozen, restart the dead, give Postgres and Redis back. */
+    async heal() {
+      pgProxy.restore();
+      redisProxy.restore();
+      for (const m of members.values()) {
+        if (m.frozen) this.thaw(m);
+        if (!alive(m)) await launch(m.name, m.role);
+      }
+    },
+    async stop() {
+      for (const m of members.values()) {
+        if (m.frozen) m.proc.child.kill("SIGCONT");
+        await m.proc.stop(5_000);
+      }
+      await consoleProc.stop(5_000);
+      adminRedis.disconnect();
+      await pool.end();
+      await pgProxy.close();
+      await redisProxy.close();
+      redisProc.child.kill("SIGKILL");
+      await redisProc.exited;
+      await db.drop();
+    },
+  };
+}
+
+export type Cluster = Awaited<ReturnType<typeof startCluster>>;

@@ -1,0 +1,140 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { checkInvariants, type Verdict } from "./checker.js";
+import { startCluster } from "./cluster.js";
+import { PHASES, mixedPhase, type FaultContext, type Phase } from "./faults.js";
+import { seededRandom } from "./random.js";
+import { startChaosSink } from "./sink.js";
+import { createWorkload } from "./workload.js";
+
+// npm run chaos [-- --duration 30m] [--seed N] [--json file] [--schedulers N] [--workers N] [--phase-seconds S]
+// Without --duration: the short profile (every phase once, under 5 minutes). With it: the phases, then
+// mixed rounds of random faults until the duration is used up.
+
+function parseArgs(argv: string[]) {
+  const get = (name: string) => {
+    const i = argv.indexOf(`--${name}`);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
+  const duration = get("duration");
+  const durationMs = duration ? parseDuration(duration) : 0;
+  return {
+    durationMs,
+    seed: Number(get("seed") ?? Math.floor(Math.random() * 2 ** 31)),
+    json: get("json"),
+    schedulers: Number(get("schedulers") ?? (durationMs ? 3 : 2)),
+    workers: Number(get("workers") ?? (durationMs ? 3 : 2)),
+    phaseMs: Number(get("phase-seconds") ?? (durationMs ? 20 : 10)) * 1_000,
+  };
+}
+
+function parseDuration(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)(s|m|h)$/.exec(text.trim());
+  if (!m) throw new Error(`--duration: use e.g. 90s, 30m or 1h (got ${text})`);
+  return Number(m[1]) * { s: 1_000, m: 60_000, h: 3_600_000 }[m[2] as "s" | "m" | "h"];
+}
+
+const started = Date.now();
+const log = (line: string) => process.stdout.write(`[chaos ${((Date.now() - started) / 1000).toFixed(1).padStart(6)}s] ${line}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function table(verdict: Verdict): string {
+  const head = ["phase", "scenarios", "faults", "jobs", "lost", "duplicate effects", "raw duplicate deliveries", "quiet lag p99 / max (ms)"];
+  const lines = verdict.rows.map((r) => [
+    r.phase,
+    r.scenarios,
+    String(r.faults),
+    String(r.jobs),
+    String(r.lost),
+    String(r.duplicateEffects),
+    String(r.rawDuplicateDeliveries),
+    r.quietP99LagMs === null ? "-" : `${r.quietP99LagMs} / ${r.quietMaxLagMs}`,
+  ]);
+  const t = verdict.totals;
+  lines.push(["total", "", String(t.faults), String(t.jobs), String(t.lost), String(t.duplicateEffects), String(t.rawDuplicateDeliveries), ""]);
+  const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
+  const fmt = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`;
+  return [fmt(head), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...lines.map(fmt)].join("\n");
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  log(`seed ${args.seed}; ${args.schedulers} schedulers, ${args.workers} workers; ${args.durationMs ? `${args.durationMs / 60_000} min` : "short profile"}`);
+  const random = seededRandom(args.seed);
+  const sink = await startChaosSink(random.next);
+  const cluster = await startCluster({ schedulers: args.schedulers, workers: args.workers, log });
+  let exitCode = 1;
+  try {
+    log(`console ${cluster.consoleUrl}, database ${cluster.db.name}`);
+    const workload = await createWorkload({ pool: cluster.pool, consoleUrl: cluster.consoleUrl, sink, random, log });
+    await workload.start();
+    const done: { name: string; scenarios: string; faults: number }[] = [];
+    const runPhase = async (phase: Phase) => {
+      const record = { name: phase.name, scenarios: phase.scenarios, faults: 0 };
+      done.push(record);
+      workload.setPhase(phase.name);
+      log(`phase: ${phase.name} (${phase.scenarios})`);
+      const ctx: FaultContext = { cluster, sink, workload, random, log, injected: () => void record.faults++ };
+      await phase.run(ctx, args.phaseMs);
+      await cluster.heal();
+    };
+    for (const phase of PHASES) await runPhase(phase);
+    for (let round = 1; args.durationMs && Date.now() - started < args.durationMs; round++) await runPhase(mixedPhase(round));
+
+    log("drain: workload stopped, schedules paused, everything healed");
+    workload.setPhase("drain");
+    await workload.stop();
+    await workload.pauseSchedules();
+    sink.setDependencyDown(false);
+    await cluster.heal();
+    const deadline = Date.now() + 180_000;
+    for (;;) {
+      const { rows } = await cluster.pool.query<{ live: string; outbox: string; replays: string }>(
+        `SELECT (SELECT count(*) FROM jobs WHERE status IN ('scheduled', 'dispatched', 'running')) AS live,
+                (SELECT count(*) FROM outbox WHERE published_at IS NULL) AS outbox,
+                (SELECT count(*) FROM dlq_replays WHERE finished_at IS NULL AND status = 'running') AS replays`,
+      );
+      const r = rows[0]!;
+      if (Number(r.live) === 0 && Number(r.outbox) === 0 && Number(r.replays) === 0) break;
+      if (Date.now() > deadline) {
+        log(`drain timed out: ${r.live} live jobs, ${r.outbox} unpublished outbox rows, ${r.replays} running replays`);
+        break;
+      }
+      await sleep(1_000);
+    }
+    // Webhooks of the last jobs are in flight through the outbox; give them a moment.
+    await sleep(2_000);
+
+    const verdict = await checkInvariants({ pool: cluster.pool, sink, ops: workload.ops, phases: done, quietLagBoundMs: 5_000 });
+    process.stdout.write(`\n${table(verdict)}\n\n`);
+    log(`facts: ${JSON.stringify(verdict.facts)}`);
+    const report = {
+      seed: args.seed,
+      durationMs: Date.now() - started,
+      machine: { cpus: os.cpus().length, memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version },
+      ...verdict,
+    };
+    if (args.json) {
+      fs.mkdirSync(path.dirname(args.json), { recursive: true });
+      fs.writeFileSync(args.json, JSON.stringify(report, null, 2));
+    }
+    process.stdout.write(`${JSON.stringify({ seed: args.seed, totals: verdict.totals, violations: verdict.violations.length })}\n`);
+    if (verdict.violations.length) {
+      log(`FAILED: ${verdict.violations.length} invariant violations (seed ${args.seed} reproduces the plan):`);
+      for (const v of verdict.violations.slice(0, 50)) log(`  ${v}`);
+    } else {
+      log(`passed: ${verdict.totals.jobs} jobs, ${verdict.totals.faults} faults, 0 lost, 0 duplicate effects (seed ${args.seed})`);
+      exitCode = 0;
+    }
+  } finally {
+    await cluster.stop().catch((err) => log(`stopping the cluster failed: ${err}`));
+    await sink.close();
+  }
+  process.exit(exitCode);
+}
+
+main().catch((err) => {
+  log(`chaos run failed: ${err instanceof Error ? err.stack : String(err)}`);
+  process.exit(1);
+});

@@ -1,0 +1,69 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+
+/** One request the downstream received. */
+export interface Delivery {
+  key: string;
+  attemptId: string;
+  fencingToken: number;
+  path: string;
+  at: number;
+  status: number;
+}
+
+/**
+ * The tenants' downstream, as a careful one is written: every request is recorded, and its effect (say,
+ * a charge) is applied once per Idempotency-Key, so a retried or duplicated request is a raw duplicate
+ * delivery, never a second effect. Paths choose the behaviour:
+ *   /ok/...      200 at once            /slow/...   200 after 1.5-3 s
+ *   /dep/...     503 while the dependency is down, else 200
+ *   /fail/...    400 (the job dies without retrying)
+ *   /hook        completion webhooks (recorded, 200)
+ */
+export async function startChaosSink(random: () => number) {
+  const deliveries: Delivery[] = [];
+  const effects = new Map<string, { at: number; attemptId: string }>();
+  const webhooks: { id: string; at: number }[] = [];
+  let dependencyDown = false;
+
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", async () => {
+      const path = req.url ?? "/";
+      if (path.startsWith("/hook")) {
+        webhooks.push({ id: String(req.headers["webhook-id"] ?? ""), at: Date.now() });
+        res.writeHead(200).end();
+        return;
+      }
+      let status = 200;
+      if (path.startsWith("/slow/")) await new Promise((r) => setTimeout(r, 1_500 + random() * 1_500));
+      if (path.startsWith("/dep/") && dependencyDown) status = 503;
+      if (path.startsWith("/fail/")) status = 400;
+      const key = String(req.headers["idempotency-key"] ?? "");
+      const attemptId = String(req.headers["tick-attempt-id"] ?? "");
+      deliveries.push({ key, attemptId, fencingToken: Number(req.headers["tick-fencing-token"] ?? 0), path, at: Date.now(), status });
+      if (status === 200 && !effects.has(key)) effects.set(key, { at: Date.now(), attemptId });
+      res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify({ ok: status === 200 }));
+    });
+  });
+  server.keepAliveTimeout = 1_000;
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: (path: string) => `http://127.0.0.1:${port}${path}`,
+    deliveries,
+    effects,
+    webhooks,
+    setDependencyDown(down: boolean) {
+      dependencyDown = down;
+    },
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+export type ChaosSink = Awaited<ReturnType<typeof startChaosSink>>;

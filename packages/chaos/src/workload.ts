@@ -1,0 +1,221 @@
+import { createTickClient, type TickClient } from "@tick/client";
+import { generateApiKey, shardForTenant } from "@tick/db";
+import type pg from "pg";
+import { SHARDS } from "./cluster.js";
+import type { Random } from "./random.js";
+import type { ChaosSink } from "./sink.js";
+
+/** What a job was created to do, and so what it must end as. */
+export type OpKind = "quiet" | "ok" | "delayed" | "slow" | "dep" | "dlq" | "fail" | "cancel" | "burst";
+
+export interface Op {
+  key: string;
+  tenant: string;
+  kind: OpKind;
+  phase: string;
+  createdAt: number;
+  /** Set once the API acknowledged the create (201, or 200 for a replayed key). */
+  jobId: string | null;
+  /** Create attempts the API refused or that failed in transit before the acknowledgement. */
+  createRetries: number;
+  /** For kind cancel: what the cancel answered (cancelled = before start; requested = it was running). */
+  cancel: "cancelled" | "requested" | "finished" | null;
+}
+
+export interface Tenant {
+  id: string;
+  name: string;
+  client: TickClient;
+}
+
+async function createTenant(pool: pg.Pool, consoleUrl: string, name: string, limits: { admissionRate: number; admissionBurst: number; maxInFlight: number }): Promise<Tenant> {
+  const id = crypto.randomUUID();
+  await pool.query(
+    `INSERT INTO tenants (id, slug, name, shard, admission_rate, admission_burst, max_in_flight, updated_at) VALUES ($1, $2, $2, $3, $4, $5, $6, now())`,
+    [id, name, shardForTenant(id, SHARDS), limits.admissionRate, limits.admissionBurst, limits.maxInFlight],
+  );
+  await pool.query(`INSERT INTO queues (id, tenant_id, name, updated_at) VALUES (gen_random_uuid(), $1, 'default', now())`, [id]);
+  const { key, prefix, hash } = generateApiKey();
+  await pool.query(`INSERT INTO api_keys (id, tenant_id, name, prefix, hash, scopes) VALUES (gen_random_uuid(), $1, 'chaos', $2, $3, ARRAY['admin'])`, [id, prefix, hash]);
+  return { id, name, client: createTickClient({ baseUrl: consoleUrl, apiKey: key }) };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * The mixed workload, through the public API like real tenants: a quiet tenant's steady trickle, a
+ * normal tenant's mix (immediate, delayed, slow, a dependency that goes down, jobs that die, cancels),
+ * a noisy tenant's bursts, a recurring schedule, and a DLQ replay. Every create carries an
+ * Idempotency-Key and is retried with it until acknowledged, as a careful client does during an outage.
+ */
+export async function createWorkload(options: { pool: pg.Pool; consoleUrl: string; sink: ChaosSink; random: Random; log: (line: string) => void }) {
+  const { pool, consoleUrl, sink, random, log } = options;
+  const quiet = await createTenant(pool, consoleUrl, "quiet", { admissionRate: 1_000, admissionBurst: 1_000, maxInFlight: 100 });
+  const normal = await createTenant(pool, consoleUrl, "normal", { admissionRate: 1_000, admissionBurst: 1_000, maxInFlight: 200 });
+  const noisy = await createTenant(pool, consoleUrl, "noisy", { admissionRate: 20_000, admissionBurst: 20_000, maxInFlight: 200 });
+  const tenants = { quiet, normal, noisy };
+  const ops: Op[] = [];
+  let phase = "setup";
+  let stopped = false;
+  let outstanding = 0;
+  let seq = 0;
+  const schedules: string[] = [];
+  const replays: string[] = [];
+
+  const body = (kind: OpKind, key: string) => {
+    const cls = kind === "dlq" ? "dep" : kind === "quiet" || kind === "burst" || kind === "delayed" || kind === "cancel" ? "ok" : kind;
+    return {
+      target: { url: sink.url(`/${cls}/${key}`), timeoutMs: 10_000 },
+      dependencyKey: `sink-${cls}`,
+      maxAttempts: kind === "dlq" ? 1 : kind === "fail" ? 3 : 25,
+      backoff: { strategy: "exponential" as const, baseMs: 200, maxMs: 2_000, jitter: "full" as const },
+      metadata: { kind, phase },
+      ...(kind === "delayed" ? { delayMs: random.int(2_000, 8_000) } : {}),
+      ...(kind === "cancel" ? { delayMs: random.int(500, 2_500) } : {}),
+    };
+  };
+
+  /** Creates one job, retrying with the same key until the API acknowledges it (or the run ends). */
+  async function create(tenant: Tenant, kind: OpKind): Promise<Op> {
+    const key = `${tenant.name}-${kind}-${++seq}`;
+    const op: Op = { key, tenant: tenant.name, kind, phase, createdAt: Date.now(), jobId: null, createRetries: 0, cancel: null };
+    ops.push(op);
+    outstanding++;
+    try {
+      for (;;) {
+        const res = await tenant.client.call("createJob", { body: body(kind, key), idempotencyKey: key }).catch(() => null);
+        if (res?.ok) {
+          op.jobId = res.body.id;
+          return op;
+        }
+        op.createRetries++;
+        if (stopped && op.createRetries > 50) return op;
+        const retryAfter = Number(res?.headers.get("retry-after") ?? 0);
+        await sleep(retryAfter > 0 ? Math.min(retryAfter * 1_000, 2_000) : 300 + random.int(0, 400));
+      }
+    } finally {
+      outstanding--;
+    }
+  }
+
+  async function cancelLater(op: Op) {
+    await sleep(random.int(300, 3_000));
+    if (!op.jobId) return;
+    for (let tries = 0; tries < 20; tries++) {
+      const res = await normal.client.call("cancelJob", { params: { id: op.jobId } }).catch(() => null);
+      if (res && (res.ok || res.status === 409)) {
+        op.cancel = res.status === 200 ? "cancelled" : res.status === 202 ? "requested" : "finished";
+        return;
+      }
+      await sleep(500);
+    }
+  }
+
+  const NORMAL_MIX: OpKind[] = ["ok", "ok", "delayed", "slow", "dep", "dep", "dlq", "fail", "cancel", "cancel"];
+
+  async function loop() {
+    while (!stopped) {
+      // Bounded: during an outage, creates wait for the API instead of piling up without end.
+      if (outstanding < 40) {
+        void create(quiet, "quiet");
+        const kind = random.pick(NORMAL_MIX);
+        void create(normal, kind).then((op) => (kind === "cancel" ? cancelLater(op) : undefined));
+      }
+      await sleep(200);
+    }
+  }
+
+  async function createSchedule() {
+    for (let tries = 0; tries < 30; tries++) {
+      const res = await normal.client
+        .call("createSchedule", {
+          body: {
+            name: "every two seconds",
+            cron: "*/2 * * * * *",
+            timezone: "Europe/Berlin",
+            misfirePolicy: "run_latest",
+            job: { target: { url: sink.url("/ok/schedule") }, dependencyKey: "sink-ok", maxAttempts: 25, backoff: { strategy: "exponential", baseMs: 200, maxMs: 2_000, jitter: "full" } },
+          },
+        })
+        .catch(() => null);
+      if (res?.ok) {
+        schedules.push(res.body.id);
+        return;
+      }
+      await sleep(500);
+    }
+    throw new Error("could not create the schedule");
+  }
+
+  return {
+    tenants,
+    ops,
+    schedules,
+    replays,
+    setPhase(name: string) {
+      phase = name;
+    },
+    async start() {
+      await createSchedule();
+      void loop();
+    },
+    /** The noisy tenant's burst: `n` jobs in batches of 1,000 (S16). */
+    async burst(n: number) {
+      for (let done = 0; done < n; done += 1_000) {
+        const size = Math.min(1_000, n - done);
+        const batchOps: Op[] = Array.from({ length: size }, () => {
+          const key = `noisy-burst-${++seq}`;
+          const op: Op = { key, tenant: "noisy", kind: "burst", phase, createdAt: Date.now(), jobId: null, createRetries: 0, cancel: null };
+          ops.push(op);
+          return op;
+        });
+        for (let tries = 0; tries < 60; tries++) {
+          const res = await noisy.client
+            .call("createJobsBatch", { body: { jobs: batchOps.map((op) => ({ ...body("burst", op.key), idempotencyKey: op.key })) } })
+            .catch(() => null);
+          if (res?.ok) {
+            const results = (res.body as { results: { status: number; job?: { id: string } }[] }).results;
+            results.forEach((r, i) => {
+              if (r.job) batchOps[i]!.jobId = r.job.id;
+            });
+            break;
+          }
+          for (const op of batchOps) op.createRetries++;
+          await sleep(500);
+        }
+      }
+    },
+    /** Replays what the dependency outage dead-lettered, through the API, at a finite rate (S17). */
+    async replayDeadDependencyJobs(): Promise<string | null> {
+      for (let tries = 0; tries < 30; tries++) {
+        const res = await normal.client.call("createDlqReplay", { body: { filter: { dependency: "sink-dep" }, ratePerSecond: 50 } }).catch(() => null);
+        if (res?.ok) {
+          const id = (res.body as { id: string }).id;
+          replays.push(id);
+          log(`replay ${id} of ${(res.body as { progress: { total: number } }).progress.total} dead jobs started`);
+          return id;
+        }
+        if (res && res.status === 422) return null; // nothing died
+        await sleep(500);
+      }
+      return null;
+    },
+    async pauseSchedules() {
+      for (const id of schedules) {
+        for (let tries = 0; tries < 30; tries++) {
+          const res = await normal.client.call("pauseSchedule", { params: { id } }).catch(() => null);
+          if (res?.ok) break;
+          await sleep(500);
+        }
+      }
+    },
+    /** Stops creating; waits for creates in flight to be acknowledged. */
+    async stop() {
+      stopped = true;
+      const deadline = Date.now() + 60_000;
+      while (outstanding > 0 && Date.now() < deadline) await sleep(200);
+    },
+  };
+}
+
+export type Workload = Awaited<ReturnType<typeof createWorkload>>;
