@@ -3,11 +3,14 @@
 //   1. dependencies, Postgres and Redis (found or started, as for `npm start`), build
 //   2. unit and integration tests: one vitest run over all workspaces (each test makes its own
 //      database from a migrated template and its own Redis key prefix)
-//   3. end to end: the product is started with scripts/start.mjs on spare ports against a fresh
+//   3. the fault-injection suite's short profile (packages/chaos): the real console, schedulers and
+//      workers under a mixed workload while every seed scenario's fault is injected, then the
+//      invariant checker (one test; seed TICK_CHAOS_SEED, default 1, so a failure replays)
+//   4. end to end: the product is started with scripts/start.mjs on spare ports against a fresh
 //      database, Playwright drives it over HTTP and in chromium, then it is stopped with SIGINT and
 //      must exit 0 with all three apps gone.
 // Prints a closing line "tests: N passed, N failed".
-// Flags: --unit (steps 1-2 only), --e2e (steps 1 and 3 only).
+// Flags: --unit (steps 1-2 only), --chaos (steps 1 and 3 only), --e2e (steps 1 and 4 only).
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
@@ -18,8 +21,10 @@ import { build, checkNode, ensureDependencies, makeLogger } from "./lib/setup.mj
 checkNode();
 const log = makeLogger("test");
 const args = new Set(process.argv.slice(2));
-const runUnit = !args.has("--e2e");
-const runE2e = !args.has("--unit");
+const only = ["--unit", "--chaos", "--e2e"].filter((f) => args.has(f));
+const runUnit = only.length === 0 || args.has("--unit");
+const runChaos = only.length === 0 || args.has("--chaos");
+const runE2e = only.length === 0 || args.has("--e2e");
 const dataDir = path.join(ROOT, ".data");
 const resultsDir = path.join(dataDir, "test-results");
 const totals = { passed: 0, failed: 0, skipped: 0 };
@@ -65,6 +70,23 @@ async function vitestRun(env, reportName, extraArgs) {
   totals.failed += r.numFailedTests + (code !== 0 && r.numFailedTests === 0 ? 1 : 0);
   totals.skipped += r.numPendingTests + r.numTodoTests;
   log(`vitest: ${r.numPassedTests} passed, ${r.numFailedTests} failed (exit ${code})`);
+}
+
+async function chaos(env) {
+  const seed = env.TICK_CHAOS_SEED || "1";
+  log(`fault-injection suite, short profile (seed ${seed})`);
+  const { ensureRedisServerBinary } = await import("./lib/services.mjs");
+  try {
+    ensureRedisServerBinary(log); // the suite restarts its own redis-server
+  } catch (err) {
+    totals.failed += 1;
+    log(`fault-injection suite: ${err.message}`);
+    return;
+  }
+  const code = await exec(process.execPath, [path.join(ROOT, "packages/chaos/dist/main.js"), "--seed", seed, "--json", path.join(resultsDir, "chaos.json")], { env });
+  if (code === 0) totals.passed += 1;
+  else totals.failed += 1;
+  log(`fault-injection suite: ${code === 0 ? "passed" : `FAILED (exit ${code})`}`);
 }
 
 async function waitForFile(file, product, timeoutMs) {
@@ -175,6 +197,7 @@ async function main() {
   build(log, env);
 
   if (runUnit) await unitAndIntegration(env);
+  if (runChaos) await chaos(env);
   if (runE2e) await endToEnd(env, env.DATABASE_URL);
 }
 

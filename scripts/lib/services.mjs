@@ -186,7 +186,8 @@ async function startLocalPostgres(dataDir, log, preference) {
   };
 }
 
-function ensureRedisServerBinary(log) {
+/** The redis-server binary (installed with apt when missing and root): local Redis, and the chaos suite's private one. */
+export function ensureRedisServerBinary(log) {
   const existing = which("redis-server");
   if (existing) return existing;
   if (isRoot() && which("apt-get")) {

@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import pg from "pg";
+import { createTestDatabase, testServerUrl, type TestDatabase } from "@tick/db/testing";
+import { checkInvariants } from "./checker.js";
+import type { ChaosSink, Delivery } from "./sink.js";
+import type { Op, OpKind } from "./workload.js";
+
+// The checker must be able to fail: each broken promise planted here has to be reported.
+
+let db: TestDatabase;
+let pool: pg.Pool;
+let tenant: string;
+let queue: string;
+beforeAll(async () => {
+  db = await createTestDatabase(testServerUrl());
+  pool = new pg.Pool({ connectionString: db.url, max: 2 });
+  tenant = crypto.randomUUID();
+  await pool.query(`INSERT INTO tenants (id, slug, name, shard, updated_at) VALUES ($1, 't', 't', 0, now())`, [tenant]);
+  queue = (await pool.query<{ id: string }>(`INSERT INTO queues (id, tenant_id, name, updated_at) VALUES (gen_random_uuid(), $1, 'default', now()) RETURNING id`, [tenant])).rows[0]!.id;
+});
+afterAll(async () => {
+  await pool?.end();
+  await db?.drop();
+});
+
+async function job(key: string, status: string, attempts: { status: string; token: number }[]): Promise<{ id: string; attemptIds: string[] }> {
+  const id = crypto.randomUUID();
+  const token = Math.max(0, ...attempts.map((a) => a.token));
+  await pool.query(
+    `INSERT INTO jobs (id, tenant_id, queue_id, shard, status, due_at, url, updated_at, idempotency_key, fencing_token) VALUES ($1, $2, $3, 0, $4, now(), 'http://x', now(), $5, $6)`,
+    [id, tenant, queue, status, key, token],
+  );
+  const attemptIds: string[] = [];
+  for (const a of attempts) {
+    const r = await pool.query<{ id: string }>(
+      `INSERT INTO attempts (id, job_id, tenant_id, number, fencing_token, job_version, shard_epoch, status, dispatched_at) VALUES (gen_random_uuid(), $1, $2, $3::int, $3::int, 1, 1, $4, now()) RETURNING id`,
+      [id, tenant, a.token, a.status],
+    );
+    attemptIds.push(r.rows[0]!.id);
+  }
+  return { id, attemptIds };
+}
+
+const op = (key: string, kind: OpKind, jobId: string | null, cancel: Op["cancel"] = null): Op => ({ key, tenant: "t", kind, phase: "p", createdAt: Date.now() - 1_000, jobId, createRetries: 0, cancel });
+const delivery = (key: string, attemptId: string, status = 200): Delivery => ({ key, attemptId, fencingToken: 1, path: "/ok", at: Date.now(), status });
+
+describe("checkInvariants", () => {
+  it("passes a clean run and reports each planted violation", async () => {
+    const good = await job("good", "succeeded", [{ status: "failed", token: 1 }, { status: "succeeded", token: 2 }]);
+    const stuck = await job("stuck", "running", [{ status: "running", token: 1 }]);
+    const twice = await job("twice", "succeeded", [{ status: "succeeded", token: 1 }, { status: "succeeded", token: 2 }]);
+    const noEffect = await job("no-effect", "succeeded", [{ status: "succeeded", token: 1 }]);
+    const cancelled = await job("cancelled", "cancelled", []);
+    const dup1 = await job("dup", "succeeded", [{ status: "succeeded", token: 1 }]);
+    const behind = await job("behind", "succeeded", [{ status: "succeeded", token: 3 }]);
+    await pool.query(`UPDATE jobs SET fencing_token = 1 WHERE id = $1`, [behind.id]);
+
+    const sink = {
+      deliveries: [
+        delivery("good", good.attemptIds[0]!, 503),
+        delivery("good", good.attemptIds[1]!),
+        delivery("good", good.attemptIds[1]!), // a raw duplicate, not a second effect
+        delivery("twice", twice.attemptIds[0]!),
+        delivery("cancelled", "somewhere"),
+        delivery("dup", dup1.attemptIds[0]!),
+        delivery("dup", "attempt-of-another-job"),
+        delivery("behind", behind.attemptIds[0]!),
+      ],
+      effects: new Map(),
+      webhooks: [],
+    } as unknown as ChaosSink;
+    const ops = [
+      op("good", "ok", good.id),
+      op("stuck", "ok", stuck.id),
+      op("twice", "ok", twice.id),
+      op("no-effect", "ok", noEffect.id),
+      op("cancelled", "cancel", cancelled.id, "cancelled"),
+      op("dup", "ok", dup1.id),
+      op("behind", "ok", behind.id),
+      op("missing", "ok", crypto.randomUUID()),
+    ];
+    const verdict = await checkInvariants({ pool, sink, ops, phases: [{ name: "p", scenarios: "-", faults: 0 }], quietLagBoundMs: 5_000 });
+    const text = verdict.violations.join("\n");
+    expect(text).not.toContain("good");
+    expect(text).toContain("stuck (ok");
+    expect(text).toContain("twice: 2 successful attempts recorded");
+    expect(text).toContain("no-effect (ok");
+    expect(text).toContain("cancelled before it started, yet delivered");
+    expect(text).toContain("dup: effects from 2 different jobs");
+    expect(text).toContain(`job ${behind.id}: fencing token 1 is not its newest attempt's`);
+    expect(text).toContain("missing (ok");
+    expect(text).toContain("1 jobs still dispatched or running after the drain");
+    expect(verdict.rows[0]).toMatchObject({ jobs: 8, rawDuplicateDeliveries: 2 }); // good once, dup once
+    expect(verdict.rows[0]!.lost).toBeGreaterThanOrEqual(4);
+    expect(verdict.rows[0]!.duplicateEffects).toBe(2);
+  });
+});
