@@ -75,9 +75,10 @@ async function vitestRun(env, reportName, extraArgs) {
 async function chaos(env) {
   const seed = env.TICK_CHAOS_SEED || "1";
   log(`fault-injection suite, short profile (seed ${seed})`);
-  const { ensureRedisServerBinary } = await import("./lib/services.mjs");
+  const { ensureRedisServerBinary, ensureFaketime } = await import("./lib/services.mjs");
   try {
     ensureRedisServerBinary(log); // the suite restarts its own redis-server
+    ensureFaketime(log); // and injects the database clock for its DST check (skipped, and said so, without it)
   } catch (err) {
     totals.failed += 1;
     log(`fault-injection suite: ${err.message}`);

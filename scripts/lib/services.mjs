@@ -186,6 +186,14 @@ async function startLocalPostgres(dataDir, log, preference) {
   };
 }
 
+/** Debian's libfaketime for the chaos suite's injected database clock: installed with apt when missing and root. */
+export function ensureFaketime(log) {
+  const lib = ["/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1"].find((f) => fs.existsSync(f));
+  if (lib || !isRoot() || !which("apt-get")) return;
+  log("libfaketime is not installed: installing Debian's faketime package");
+  execFileSync("sh", ["-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime"], { stdio: "inherit" });
+}
+
 /** The redis-server binary (installed with apt when missing and root): local Redis, and the chaos suite's private one. */
 export function ensureRedisServerBinary(log) {
   const existing = which("redis-server");

@@ -147,4 +147,16 @@ describe("completion fencing (S7)", () => {
       ["succeeded", 0],
     ]);
   });
+
+  it("decides retry versus expiry by the database clock, not the worker's (a worker clock a day ahead still retries)", async () => {
+    await w.startScheduler();
+    await w.startWorker({ TICK_TEST_CLOCK_SKEW_MS: String(24 * 3_600_000) });
+    const t = await w.createTenant();
+    sink.respond((_req, index) => ({ status: index === 0 ? 503 : 200 }));
+    // Expires in an hour: a worker trusting its own clock would think the retry lands past it and expire the job.
+    const id = await w.createJob(t, sink.url("/skewed"), { expiresInMs: 3_600_000 });
+    await settled(w, id, "succeeded");
+    expect((await w.attempts(id)).map((a) => a.status)).toEqual(["failed", "succeeded"]);
+  });
 });
+

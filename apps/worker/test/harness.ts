@@ -19,7 +19,7 @@ export interface ProcessWorld {
   startWorker(env?: Record<string, string>): Promise<RunningProcess & { healthPort: number }>;
   createTenant(): Promise<{ id: string; queueId: string; shard: number }>;
   /** Creates a job as the API would (row, then the due-index note), due now. */
-  createJob(tenant: { id: string; queueId: string; shard: number }, url: string, options?: { maxAttempts?: number; idempotencyKey?: string; callbackUrl?: string }): Promise<string>;
+  createJob(tenant: { id: string; queueId: string; shard: number }, url: string, options?: { maxAttempts?: number; idempotencyKey?: string; callbackUrl?: string; expiresInMs?: number }): Promise<string>;
   job(id: string): Promise<{ status: string; attempt_count: number; version: number }>;
   attempts(jobId: string): Promise<{ id: string; status: string; fencing_token: string; late_completions: number }[]>;
   close(): Promise<void>;
@@ -83,7 +83,7 @@ export async function createProcessWorld(): Promise<ProcessWorld> {
           queue_id: tenant.queueId,
           run_at: null,
           delay_ms: 0,
-          expires_at: null,
+          expires_at: options.expiresInMs === undefined ? null : new Date(Date.now() + options.expiresInMs).toISOString(),
           priority: 0,
           idempotency_key: options.idempotencyKey ?? null,
           request_hash: options.idempotencyKey ? "test" : null,

@@ -43,6 +43,8 @@ export async function checkInvariants(args: {
   ops: Op[];
   phases: { name: string; scenarios: string; faults: number }[];
   quietLagBoundMs: number;
+  /** The DST transition the injected database clock crossed (S14), if the run had one. */
+  dstTransition?: { at: Date; zone: string; scheduleEverySeconds: number } | null;
 }): Promise<Verdict> {
   const { pool, sink, ops } = args;
   const violations: string[] = [];
@@ -140,6 +142,41 @@ export async function checkInvariants(args: {
   for (const j of occurrenceJobs) {
     if (j.status !== "succeeded") violations.push(`schedule occurrence ${j.idempotency_key} ended ${j.status}`);
     else if (effectJobs(j.idempotency_key ?? "").size !== 1) violations.push(`schedule occurrence ${j.idempotency_key}: ${effectJobs(j.idempotency_key ?? "").size} effects`);
+  }
+
+  // S14: across the transition, the schedule's instants are exactly its period apart (none lost in the
+  // spring-forward gap, none doubled), and the run really crossed it.
+  if (args.dstTransition) {
+    const { at, zone, scheduleEverySeconds } = args.dstTransition;
+    const { rows: occ } = await pool.query<{ ms: string }>(
+      `SELECT (extract(epoch FROM occurrence_at) * 1000)::bigint::text AS ms FROM jobs WHERE schedule_id IS NOT NULL ORDER BY occurrence_at`,
+    );
+    const times = occ.map((o) => Number(o.ms));
+    const row: PhaseRow = {
+      phase: `DST spring-forward in ${zone} under an injected clock`,
+      scenarios: "S14",
+      faults: 1,
+      jobs: times.filter((t) => Math.abs(t - at.getTime()) <= 60_000).length,
+      lost: 0,
+      duplicateEffects: 0,
+      rawDuplicateDeliveries: 0,
+      quietMaxLagMs: null,
+      quietP99LagMs: null,
+    };
+    for (let i = 1; i < times.length; i++) {
+      const gap = times[i]! - times[i - 1]!;
+      if (gap > scheduleEverySeconds * 1_000) {
+        row.lost += gap / (scheduleEverySeconds * 1_000) - 1;
+        violations.push(`schedule: no occurrence between ${new Date(times[i - 1]!).toISOString()} and ${new Date(times[i]!).toISOString()}`);
+      } else if (gap < scheduleEverySeconds * 1_000) {
+        row.duplicateEffects++;
+        violations.push(`schedule: occurrences ${gap} ms apart at ${new Date(times[i]!).toISOString()}`);
+      }
+    }
+    if (!(times[0]! < at.getTime() && times.at(-1)! > at.getTime())) {
+      violations.push(`schedule: the run did not cross the DST transition at ${at.toISOString()} (occurrences ${times.length ? `${new Date(times[0]!).toISOString()} to ${new Date(times.at(-1)!).toISOString()}` : "none"})`);
+    }
+    rows.set(row.phase, row);
   }
 
   // Fencing: a job's token is its newest attempt's, and attempts' tokens are distinct.

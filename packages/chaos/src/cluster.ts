@@ -154,12 +154,14 @@ export async function startCluster(options: { schedulers: number; workers: numbe
       m.frozen = false;
     },
     /** Starts a member again (after a kill or a crash at a fault point), with different env if asked. */
-    async restart(m: Member, extraEnv: Record<string, string> = {}) {
-      if (alive(m)) {
-        m.proc.child.kill("SIGKILL");
-        await m.proc.exited;
+    async restart(m: Member, extraEnv: Record<string, string> = {}): Promise<Member> {
+      const current = members.get(m.name) ?? m;
+      if (current.frozen) current.proc.child.kill("SIGCONT");
+      if (alive(current)) {
+        current.proc.child.kill("SIGKILL");
+        await current.proc.exited;
       }
-      await launch(m.name, m.role, extraEnv);
+      return launch(m.name, m.role, extraEnv);
     },
     async restartRedis() {
       redisProc.child.kill("SIGKILL");

@@ -71,14 +71,16 @@ const crashAt = async (ctx: FaultContext, ms: number) => {
   ];
   const armed: Member[] = [];
   for (const [role, point] of plan) {
-    const m = ctx.cluster.byRole(role).find((x) => !armed.includes(x) && ctx.cluster.alive(x)) ?? pickMember(ctx, role);
+    const m = ctx.cluster.byRole(role).find((x) => !armed.some((a) => a.name === x.name) && ctx.cluster.alive(x) && !x.frozen) ?? pickMember(ctx, role);
     ctx.log(`arming ${point} on ${m.name}`);
-    await ctx.cluster.restart(m, { TICK_FAULT_POINTS: point });
-    armed.push(m);
+    armed.push(await ctx.cluster.restart(m, { TICK_FAULT_POINTS: point }));
   }
   await sleep(ms);
   for (const m of armed) {
-    if (!ctx.cluster.alive(m)) ctx.injected("crash at a fault point");
+    if (!ctx.cluster.alive(m)) {
+      ctx.log(`${m.name} crashed at its fault point`);
+      ctx.injected("crash at a fault point");
+    }
     await ctx.cluster.restart(m);
   }
 };
@@ -89,13 +91,13 @@ const skewClocks = async (ctx: FaultContext, ms: number) => {
   const worker = pickMember(ctx, "worker");
   const scheduler = pickMember(ctx, "scheduler");
   ctx.log(`clock skew: ${worker.name} +${skew} ms, ${scheduler.name} -${skew} ms`);
-  await ctx.cluster.restart(worker, { TICK_TEST_CLOCK_SKEW_MS: String(skew) });
-  await ctx.cluster.restart(scheduler, { TICK_TEST_CLOCK_SKEW_MS: String(-skew) });
+  const skewedWorker = await ctx.cluster.restart(worker, { TICK_TEST_CLOCK_SKEW_MS: String(skew) });
+  const skewedScheduler = await ctx.cluster.restart(scheduler, { TICK_TEST_CLOCK_SKEW_MS: String(-skew) });
   ctx.injected("skewed clock");
   ctx.injected("skewed clock");
   await sleep(ms);
-  await ctx.cluster.restart(worker);
-  await ctx.cluster.restart(scheduler);
+  await ctx.cluster.restart(skewedWorker);
+  await ctx.cluster.restart(skewedScheduler);
 };
 
 /** The tenants' dependency fails for a while, then recovers (S11); what died meanwhile is replayed (S17). */
@@ -121,7 +123,15 @@ export const PHASES: Phase[] = [
     run: async (ctx, ms) => {
       await sleep(1_000);
       ctx.log("FLUSHALL");
-      await ctx.cluster.adminRedis.flushall();
+      for (let tries = 0; ; tries++) {
+        try {
+          await ctx.cluster.adminRedis.flushall();
+          break;
+        } catch (err) {
+          if (tries >= 20) throw err;
+          await sleep(500); // Redis may be restarting (mixed rounds)
+        }
+      }
       ctx.injected("flush redis");
       await sleep(ms - 1_000);
     },

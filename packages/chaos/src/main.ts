@@ -3,12 +3,13 @@ import os from "node:os";
 import path from "node:path";
 import { checkInvariants, type Verdict } from "./checker.js";
 import { startCluster } from "./cluster.js";
+import { startFakeClockPostgres } from "./fake-clock-postgres.js";
 import { PHASES, mixedPhase, type FaultContext, type Phase } from "./faults.js";
 import { seededRandom } from "./random.js";
 import { startChaosSink } from "./sink.js";
 import { createWorkload } from "./workload.js";
 
-// npm run chaos [-- --duration 30m] [--seed N] [--json file] [--schedulers N] [--workers N] [--phase-seconds S]
+// npm run chaos [-- --duration 30m] [--seed N] [--json file] [--schedulers N] [--workers N] [--phase-seconds S] [--no-fake-clock]
 // Without --duration: the short profile (every phase once, under 5 minutes). With it: the phases, then
 // mixed rounds of random faults until the duration is used up.
 
@@ -26,6 +27,7 @@ function parseArgs(argv: string[]) {
     schedulers: Number(get("schedulers") ?? (durationMs ? 3 : 2)),
     workers: Number(get("workers") ?? (durationMs ? 3 : 2)),
     phaseMs: Number(get("phase-seconds") ?? (durationMs ? 20 : 10)) * 1_000,
+    fakeClock: !argv.includes("--no-fake-clock"),
   };
 }
 
@@ -62,6 +64,16 @@ async function main() {
   const args = parseArgs(process.argv.slice(2));
   log(`seed ${args.seed}; ${args.schedulers} schedulers, ${args.workers} workers; ${args.durationMs ? `${args.durationMs / 60_000} min` : "short profile"}`);
   const random = seededRandom(args.seed);
+  // S14: the product's database clock starts shortly before Europe/Berlin springs forward (01:00 UTC), so
+  // the every-two-seconds schedule crosses the transition during the early fault phases.
+  const transition = new Date("2027-03-28T01:00:00Z");
+  const fake = args.fakeClock ? await startFakeClockPostgres("2027-03-28 00:58:20") : null;
+  if (fake) {
+    process.env.DATABASE_URL = fake.url;
+    log(`database clock injected: a private Postgres under libfaketime, starting 100 s before ${transition.toISOString()} (Europe/Berlin 02:00 → 03:00)`);
+  } else {
+    log(args.fakeClock ? "DST under an injected clock: SKIPPED (install the faketime package and Postgres server binaries)" : "DST under an injected clock: off (--no-fake-clock)");
+  }
   const sink = await startChaosSink(random.next);
   const cluster = await startCluster({ schedulers: args.schedulers, workers: args.workers, log });
   let exitCode = 1;
@@ -76,7 +88,9 @@ async function main() {
       workload.setPhase(phase.name);
       log(`phase: ${phase.name} (${phase.scenarios})`);
       const ctx: FaultContext = { cluster, sink, workload, random, log, injected: () => void record.faults++ };
-      await phase.run(ctx, args.phaseMs);
+      // A fault action that itself fails (say, FLUSHALL while Redis restarts) is logged, not fatal: the
+      // run goes on and the checker judges the product, not the harness.
+      await phase.run(ctx, args.phaseMs).catch((err) => log(`fault action failed (${phase.name}): ${err instanceof Error ? err.message : String(err)}`));
       await cluster.heal();
     };
     for (const phase of PHASES) await runPhase(phase);
@@ -106,11 +120,19 @@ async function main() {
     // Webhooks of the last jobs are in flight through the outbox; give them a moment.
     await sleep(2_000);
 
-    const verdict = await checkInvariants({ pool: cluster.pool, sink, ops: workload.ops, phases: done, quietLagBoundMs: 5_000 });
+    const verdict = await checkInvariants({
+      pool: cluster.pool,
+      sink,
+      ops: workload.ops,
+      phases: done,
+      quietLagBoundMs: 5_000,
+      dstTransition: fake ? { at: transition, zone: "Europe/Berlin", scheduleEverySeconds: 2 } : null,
+    });
     process.stdout.write(`\n${table(verdict)}\n\n`);
     log(`facts: ${JSON.stringify(verdict.facts)}`);
     const report = {
       seed: args.seed,
+      injectedDatabaseClock: fake ? "2027-03-28T00:58:20Z" : null,
       durationMs: Date.now() - started,
       machine: { cpus: os.cpus().length, memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version },
       ...verdict,
@@ -130,6 +152,7 @@ async function main() {
   } finally {
     await cluster.stop().catch((err) => log(`stopping the cluster failed: ${err}`));
     await sink.close();
+    await fake?.stop();
   }
   process.exit(exitCode);
 }

@@ -77,6 +77,11 @@ export function createDueIndex({ redis, prefix }: DueIndexOptions) {
       const k = keys(shard);
       await r.tickNoteDue(k.zset, k.gens, tenantId, Math.floor(dueAtMs));
     },
+    /** Redis' clock (ms). Scores are database times: callers add the database's offset as `leewayMs`. */
+    async redisTimeMs(): Promise<number> {
+      const [sec, micro] = await redis.time();
+      return Number(sec) * 1000 + Math.floor(Number(micro) / 1000);
+    },
     /** Tenants whose earliest job is due now (by Redis' clock, plus `leewayMs`). */
     async dueTenants(shard: number, limit: number, leewayMs = 0): Promise<string[]> {
       return r.tickDueTenants(keys(shard).zset, leewayMs, limit);

@@ -22,6 +22,12 @@ export interface DueTenants {
 export class DueTenantSource {
   private readonly rebuilds = new Map<number, { token: string; cursor: string | null }>();
   private lastRedisWarning = 0;
+  /**
+   * Database clock minus Redis clock (ms). Due times are database times and the index compares them
+   * with Redis' clock, so every due check adds this: a Redis host whose clock is off must neither
+   * delay nor hasten dispatch (S13). Measured at the first round and at every reconciliation.
+   */
+  private clockOffsetMs: number | null = null;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -34,7 +40,7 @@ export class DueTenantSource {
   async find(shard: number): Promise<DueTenants> {
     try {
       if (await this.index.isBuilt(shard)) {
-        const ids = await this.index.dueTenants(shard, this.config.maxTenants);
+        const ids = await this.index.dueTenants(shard, this.config.maxTenants, await this.offset());
         const generations = new Map<string, string>();
         await Promise.all(ids.map(async (id) => generations.set(id, await this.index.generation(shard, id))));
         this.metrics.dueIndexMode.set({ shard: String(shard) }, 1);
@@ -66,8 +72,9 @@ export class DueTenantSource {
   async reconcile(shard: number): Promise<number> {
     try {
       if (!(await this.index.isBuilt(shard))) return 0;
+      await this.calibrate();
       const inPostgres = await sql.findDueTenants(this.pool, shard, this.config.maxTenants);
-      const inIndex = new Set(await this.index.dueTenants(shard, this.config.maxTenants * 10, 0));
+      const inIndex = new Set(await this.index.dueTenants(shard, this.config.maxTenants * 10, await this.offset()));
       let repaired = 0;
       for (const t of inPostgres) {
         if (inIndex.has(t.tenant_id)) continue;
@@ -84,6 +91,24 @@ export class DueTenantSource {
       this.warnRedis(err);
       return 0;
     }
+  }
+
+  private async offset(): Promise<number> {
+    if (this.clockOffsetMs === null) await this.calibrate();
+    return this.clockOffsetMs ?? 0;
+  }
+
+  /** Reads both clocks, Redis' on either side of Postgres', and keeps their difference. */
+  async calibrate(): Promise<number> {
+    const before = await this.index.redisTimeMs();
+    const dbNow = await sql.databaseNow(this.pool);
+    const after = await this.index.redisTimeMs();
+    const offset = dbNow.getTime() - (before + after) / 2;
+    if (this.clockOffsetMs === null || Math.abs(offset - this.clockOffsetMs) > 1_000) {
+      this.logger[Math.abs(offset) > 1_000 ? "warn" : "info"]({ offsetMs: Math.round(offset) }, "database and Redis clocks compared; due checks use the database clock");
+    }
+    this.clockOffsetMs = offset;
+    return offset;
   }
 
   private async rebuildStep(shard: number): Promise<void> {

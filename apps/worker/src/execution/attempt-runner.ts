@@ -131,6 +131,10 @@ export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerC
     logger.info({ jobId: msg.jobId, attemptId: msg.attemptId, tenantId: msg.tenantId, reason }, "dispatch message discarded");
     return { kind: "discarded", reason };
   }
+  // The database clock, carried forward with the monotonic clock: retry and expiry decisions compare
+  // with due and expiry times the database set, so the worker's own wall clock never enters (S13).
+  const startedAt = performance.now();
+  const databaseNow = () => new Date(started.db_now.getTime() + (performance.now() - startedAt));
   const context = { jobId: msg.jobId, attemptId: msg.attemptId, tenantId: started.tenant_id, attempt: started.attempt_number, fencingToken: started.fencing_token };
 
   // Heartbeat: renew well before the lease ends; if a renewal is refused, or none succeeds before the
@@ -199,8 +203,7 @@ export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerC
     }
   }
 
-  const now = new Date();
-  const { decision, outcome, error, result: jobResult } = decide(started, result, now, deps.random ?? Math.random);
+  const { decision, outcome, error, result: jobResult } = decide(started, result, databaseNow(), deps.random ?? Math.random);
   const completion = await sql.completeAttemptAndNotify(pool, {
     attemptId: msg.attemptId,
     jobId: msg.jobId,

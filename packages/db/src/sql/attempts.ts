@@ -26,6 +26,8 @@ export interface StartedAttempt {
   expires_at: Date | null;
   dependency_key: string | null;
   lease_expires_at: Date;
+  /** The database clock when the attempt started: the worker's time reference (never its own clock, S13). */
+  db_now: Date;
 }
 
 /** A replayed attempt that may not start yet: its replay's start gate opens in `pacedForMs`. */
@@ -50,7 +52,7 @@ export async function startAttempt(
   args: { attemptId: string; jobId: string; version: number; workerId: string; leaseMs: number },
 ): Promise<StartedAttempt | PacedStart | null> {
   return inTransaction(pool, async (client) => {
-    const job = await client.query<Omit<StartedAttempt, "attempt_number" | "lease_expires_at"> & { replay_id: string | null }>(
+    const job = await client.query<Omit<StartedAttempt, "attempt_number" | "lease_expires_at" | "db_now"> & { replay_id: string | null }>(
       `UPDATE jobs SET status = 'running', version = version + 1, attempt_count = attempt_count + 1, updated_at = now()
         WHERE id = $2 AND status = 'dispatched' AND version = $3 AND current_attempt_id = $1
         RETURNING id AS job_id, tenant_id, shard, version, fencing_token::text, attempt_count, max_attempts, method, url, headers,
@@ -61,15 +63,15 @@ export async function startAttempt(
     const { replay_id: replayId, ...started } = job.rows[0];
     const startedAt = replayId ? await passReplayGate(client, replayId) : null;
     if (startedAt && "pacedForMs" in startedAt) throw new Paced(startedAt.pacedForMs);
-    const attempt = await client.query<{ number: number; lease_expires_at: Date }>(
+    const attempt = await client.query<{ number: number; lease_expires_at: Date; db_now: Date }>(
       `UPDATE attempts SET status = 'running', worker_id = $2, started_at = coalesce($4, now()), heartbeat_at = now(),
               lease_expires_at = now() + make_interval(secs => $3 / 1000.0)
         WHERE id = $1 AND status = 'pending'
-        RETURNING number, lease_expires_at`,
+        RETURNING number, lease_expires_at, clock_timestamp() AS db_now`,
       [args.attemptId, args.workerId, args.leaseMs, startedAt?.at ?? null],
     );
     if (!attempt.rows[0]) throw new AttemptNotPending();
-    return { ...started, attempt_number: attempt.rows[0].number, lease_expires_at: attempt.rows[0].lease_expires_at };
+    return { ...started, attempt_number: attempt.rows[0].number, lease_expires_at: attempt.rows[0].lease_expires_at, db_now: attempt.rows[0].db_now };
   }).catch((err) => {
     if (err instanceof AttemptNotPending) return null; // rolled back: nothing started
     if (err instanceof Paced) return { pacedForMs: err.ms }; // rolled back: still dispatched

@@ -9,3 +9,4 @@ export * from "./attempts.js";
 export * from "./webhooks.js";
 export * from "./schedules.js";
 export * from "./replays.js";
+export * from "./clock.js";

@@ -338,11 +338,6 @@ export async function insertAudit(
   );
 }
 
-/** The database clock (every pacing decision uses it, as the dispatcher compares due times with it). */
-export async function databaseNow(db: Queryable): Promise<Date> {
-  const { rows } = await db.query<{ now: Date }>(`SELECT now() AS now`);
-  return rows[0]!.now;
-}
 
 /**
  * Dependencies among `open` (circuit breakers open now) that the replay's in-flight jobs or its next

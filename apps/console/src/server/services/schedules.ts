@@ -52,13 +52,22 @@ async function checkTemplate(job: { target: { url: string }; callbackUrl?: strin
 
 const first = (rule: RecurrenceRule, after: Date) => nextOccurrences(rule, after, 1)[0]?.at ?? null;
 
+/**
+ * The database clock: a schedule's first fire time and its "fired through" mark are compared with due
+ * times the scheduler reads from the database, so the console host's own clock must not set them (S13).
+ */
+async function databaseNow(prisma: PrismaClient): Promise<Date> {
+  const rows = await prisma.$queryRaw<{ now: Date }[]>`SELECT now() AS now`;
+  return rows[0]!.now;
+}
+
 export async function createSchedule(prisma: PrismaClient, principal: ApiPrincipal, input: z.output<typeof createScheduleSchema>, allowed: readonly Cidr[]) {
   checkRule(input);
   await checkTemplate(input.job, allowed);
   const tenantId = principal.tenant.id;
   const queue = await prisma.queue.findUnique({ where: { tenantId_name: { tenantId, name: input.queue } } });
   if (!queue) throw new AppError("validation_failed", `Queue "${input.queue}" does not exist.`, { extra: { errors: [{ path: "queue", message: "no such queue" }] } });
-  const now = new Date();
+  const now = await databaseNow(prisma);
   const rule = { cron: input.cron, timezone: input.timezone, dstGap: input.dstGapPolicy, dstOverlap: input.dstOverlapPolicy };
   return prisma.$transaction(async (tx) => {
     if (await tx.schedule.findUnique({ where: { tenantId_name: { tenantId, name: input.name } } })) {
@@ -135,7 +144,7 @@ export async function changeSchedule(
   };
   checkRule(merged);
   if ("job" in change && change.job) await checkTemplate(change.job, allowed);
-  const now = new Date();
+  const now = await databaseNow(prisma);
   const { job, ...rest } = change as { job?: z.output<typeof updateScheduleSchema>["job"] } & Record<string, unknown>;
   const { count } = await prisma.schedule.updateMany({
     where: { id, tenantId: principal.tenant.id, version: current.version },
