@@ -57,6 +57,8 @@ export interface SchedulerDeps {
   faults?: FaultPoints;
 }
 
+const STALL_WARNING_MS = 15_000;
+
 /** A loop that runs `step` every `intervalMs` (sooner when woken), never overlapping itself. */
 class Loop {
   private timer: NodeJS.Timeout | undefined;
@@ -88,10 +90,17 @@ class Loop {
   private schedule(delay: number): void {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
+      // A step that never ends would stop this loop while the lease loop keeps the shards: say so loudly.
+      const started = performance.now();
+      const watchdog = setInterval(
+        () => this.logger.error({ loop: this.name, runningMs: Math.round(performance.now() - started) }, "scheduler loop step has not finished (stalled?)"),
+        STALL_WARNING_MS,
+      );
       this.running = this.step()
         .then(() => undefined)
         .catch((err) => this.logger.error({ err, loop: this.name }, "scheduler loop step failed"))
         .finally(() => {
+          clearInterval(watchdog);
           this.running = undefined;
           if (this.active) this.schedule(this.intervalMs);
         });

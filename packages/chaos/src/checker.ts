@@ -167,7 +167,11 @@ export async function checkInvariants(args: {
       const gap = times[i]! - times[i - 1]!;
       if (gap > scheduleEverySeconds * 1_000) {
         row.lost += gap / (scheduleEverySeconds * 1_000) - 1;
-        violations.push(`schedule: no occurrence between ${new Date(times[i - 1]!).toISOString()} and ${new Date(times[i]!).toISOString()}`);
+        const after = await pool.query<{ metadata: unknown; created_at: Date }>(`SELECT metadata, created_at FROM jobs WHERE schedule_id IS NOT NULL AND occurrence_at = $1`, [new Date(times[i]!)]);
+        violations.push(
+          `schedule: no occurrence between ${new Date(times[i - 1]!).toISOString()} and ${new Date(times[i]!).toISOString()} ` +
+            `(the next one was created at ${after.rows[0]?.created_at.toISOString()} with metadata ${JSON.stringify(after.rows[0]?.metadata)})`,
+        );
       } else if (gap < scheduleEverySeconds * 1_000) {
         row.duplicateEffects++;
         violations.push(`schedule: occurrences ${gap} ms apart at ${new Date(times[i]!).toISOString()}`);
@@ -200,10 +204,15 @@ export async function checkInvariants(args: {
     replays: await one(`SELECT count(*) AS n FROM dlq_replays`),
     replaysNotCompleted: await one(`SELECT count(*) AS n FROM dlq_replays WHERE status <> 'completed'`),
   };
+  const { rows: unfinishedReplays } = await pool.query<{ id: string; status: string; status_reason: string | null; total: number; released: number; succeeded: number; failed: number }>(
+    `SELECT id, status, status_reason, total, released, succeeded, failed FROM dlq_replays WHERE status <> 'completed'`,
+  );
   if (facts.unpublishedOutboxRows > 0) violations.push(`${facts.unpublishedOutboxRows} outbox rows never published`);
   if (facts.dueButUndispatched > 0) violations.push(`${facts.dueButUndispatched} due jobs left undispatched`);
   if (facts.stuckInFlight > 0) violations.push(`${facts.stuckInFlight} jobs still dispatched or running after the drain`);
-  if (facts.replaysNotCompleted > 0) violations.push(`${facts.replaysNotCompleted} DLQ replays did not complete`);
+  for (const r of unfinishedReplays) {
+    violations.push(`DLQ replay ${r.id} ended ${r.status} (${r.released}/${r.total} released, ${r.succeeded} succeeded, ${r.failed} failed)${r.status_reason ? `: ${r.status_reason}` : ""}`);
+  }
 
   const list = [...rows.values()];
   const sum = (k: "jobs" | "lost" | "duplicateEffects" | "rawDuplicateDeliveries" | "faults") => list.reduce((s, r) => s + r[k], 0);

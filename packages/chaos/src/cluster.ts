@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -83,7 +84,17 @@ async function ready(url: string, proc: RunningProcess, what: string) {
  * redis-server (so it can be restarted), TCP proxies in front of both (so they can be cut), one console
  * and several schedulers and workers as child processes.
  */
-export async function startCluster(options: { schedulers: number; workers: number; log: (line: string) => void }) {
+export async function startCluster(options: { schedulers: number; workers: number; log: (line: string) => void; logDir?: string }) {
+  /** Every process's output, kept for the post-mortem of a failed run (one file per incarnation). */
+  const incarnations = new Map<string, number>();
+  const keepOutput = (name: string, proc: RunningProcess) => {
+    if (!options.logDir) return;
+    const n = (incarnations.get(name) ?? 0) + 1;
+    incarnations.set(name, n);
+    const file = path.join(options.logDir, `${name}.${n}.log`);
+    void proc.exited.then(() => fs.writeFileSync(file, proc.output()));
+  };
+  if (options.logDir) fs.mkdirSync(options.logDir, { recursive: true });
   const db: TestDatabase = await createTestDatabase(testServerUrl());
   const dbUrl = new URL(db.url);
   const redisPort = await freePort();
@@ -112,6 +123,7 @@ export async function startCluster(options: { schedulers: number; workers: numbe
   const consoleProc = startProcess(process.execPath, [nextBin, "start", path.join(root, "apps/console"), "-p", String(consolePort), "-H", "127.0.0.1"], {
     env: { ...env, NODE_ENV: "production", NEXT_TELEMETRY_DISABLED: "1", NEXTAUTH_SECRET: "chaos-secret-chaos-secret-chaos-0123", NEXTAUTH_URL: consoleUrl },
   });
+  keepOutput("console", consoleProc);
   await ready(`${consoleUrl}/readyz`, consoleProc, "console");
 
   const members = new Map<string, Member>();
@@ -122,6 +134,7 @@ export async function startCluster(options: { schedulers: number; workers: numbe
     const proc = startProcess(process.execPath, [path.join(root, "apps", role, "dist/main.js")], {
       env: { ...env, [portVar]: String(healthPort), [idVar]: name, ...extraEnv },
     });
+    keepOutput(name, proc);
     const member: Member = { name, role, proc, healthPort, frozen: false, extraEnv };
     members.set(name, member);
     await ready(`http://127.0.0.1:${healthPort}/healthz`, proc, name);

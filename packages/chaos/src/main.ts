@@ -75,7 +75,9 @@ async function main() {
     log(args.fakeClock ? "DST under an injected clock: SKIPPED (install the faketime package and Postgres server binaries)" : "DST under an injected clock: off (--no-fake-clock)");
   }
   const sink = await startChaosSink(random.next);
-  const cluster = await startCluster({ schedulers: args.schedulers, workers: args.workers, log });
+  const logDir = path.join(process.cwd(), ".data", "chaos", `seed-${args.seed}-${new Date().toISOString().replace(/[:.]/g, "-")}`);
+  const cluster = await startCluster({ schedulers: args.schedulers, workers: args.workers, log, logDir });
+  log(`process logs: ${logDir}`);
   let exitCode = 1;
   try {
     log(`console ${cluster.consoleUrl}, database ${cluster.db.name}`);
