@@ -10,6 +10,7 @@ import { startChaosSink } from "./sink.js";
 import { createWorkload } from "./workload.js";
 
 // npm run chaos [-- --duration 30m] [--seed N] [--json file] [--schedulers N] [--workers N] [--phase-seconds S] [--no-fake-clock]
+//               [--rounds "scheduler frozen past its lease+dependency outage,Postgres unreachable+scheduler SIGKILL"]
 // Without --duration: the short profile (every phase once, under 5 minutes). With it: the phases, then
 // mixed rounds of random faults until the duration is used up.
 
@@ -28,6 +29,8 @@ function parseArgs(argv: string[]) {
     workers: Number(get("workers") ?? (durationMs ? 3 : 2)),
     phaseMs: Number(get("phase-seconds") ?? (durationMs ? 20 : 10)) * 1_000,
     fakeClock: !argv.includes("--no-fake-clock"),
+    /** Instead of the ordered phases: rounds of named phases run together, e.g. "scheduler SIGKILL+Postgres unreachable,Redis flushed". */
+    rounds: get("rounds"),
   };
 }
 
@@ -95,7 +98,12 @@ async function main() {
       await phase.run(ctx, args.phaseMs).catch((err) => log(`fault action failed (${phase.name}): ${err instanceof Error ? err.message : String(err)}`));
       await cluster.heal();
     };
-    for (const phase of PHASES) await runPhase(phase);
+    if (args.rounds) {
+      for (const [i, round] of args.rounds.split(",").entries()) {
+        const parts = round.split("+").map((name) => PHASES.find((p) => p.name === name.trim()) ?? (() => { throw new Error(`--rounds: no phase named "${name}" (phases: ${PHASES.map((p) => p.name).join("; ")})`); })());
+        await runPhase({ name: `round ${i + 1}: ${parts.map((p) => p.name).join(" + ")}`, scenarios: parts.map((p) => p.scenarios).join(" "), run: (ctx, ms) => Promise.all(parts.map((p) => p.run(ctx, ms))).then(() => undefined) });
+      }
+    } else for (const phase of PHASES) await runPhase(phase);
     for (let round = 1; args.durationMs && Date.now() - started < args.durationMs; round++) await runPhase(mixedPhase(round));
 
     log("drain: workload stopped, schedules paused, everything healed");
