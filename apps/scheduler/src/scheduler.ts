@@ -232,8 +232,17 @@ export function createScheduler(deps: SchedulerDeps) {
       await leases.init();
     },
     async start() {
-      await leases.init();
-      await leaseTick();
+      // Postgres may be unreachable at boot (a failover, a network blip): wait for it rather than exit.
+      for (let delay = 250; ; delay = Math.min(delay * 2, 5_000)) {
+        try {
+          await leases.init();
+          break;
+        } catch (err) {
+          logger.warn({ err: (err as Error).message, retryInMs: delay }, "cannot reach Postgres to set up shard leases; retrying");
+          await new Promise((r) => setTimeout(r, delay));
+        }
+      }
+      await leaseTick().catch((err) => logger.warn({ err: (err as Error).message }, "first lease round failed; the lease loop retries"));
       for (const loop of loops) loop.start();
     },
     /** Stops every loop without giving anything back: a frozen process, as far as others can tell. */

@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { Queue } from "bullmq";
-import { sql } from "@tick/db";
+import { inTransaction, sql } from "@tick/db";
 import type { FaultPoints, Logger } from "@tick/runtime";
 import type { RateLimiter } from "../dispatch/rate-limiter.js";
 import type { SchedulerMetrics } from "../metrics.js";
@@ -54,15 +54,11 @@ export class OutboxRelay {
   async runOnce(): Promise<number> {
     const limit = Math.min(this.config.batch, this.rate.available());
     if (limit <= 0) return 0;
-    const client = await this.pool.connect();
-    let published = 0;
-    try {
-      await client.query("BEGIN");
+    // One transaction holds the rows (SKIP LOCKED) while they are published; inTransaction keeps a
+    // connection reset during the publish from crashing the process.
+    return inTransaction(this.pool, async (client) => {
       const rows = await sql.lockUnpublishedOutbox(client, limit);
-      if (rows.length === 0) {
-        await client.query("COMMIT");
-        return 0;
-      }
+      if (rows.length === 0) return 0;
       let timer: NodeJS.Timeout | undefined;
       try {
         const publish = Promise.all(
@@ -82,7 +78,6 @@ export class OutboxRelay {
         const tries = Math.max(...rows.map((r) => r.tries));
         const delay = Math.min(this.config.maxRetryDelayMs, this.config.retryDelayMs * 2 ** tries);
         await sql.deferOutbox(client, rows.map((r) => r.id), delay, (err as Error).message);
-        await client.query("COMMIT");
         this.metrics.publishFailures.inc();
         this.logger.warn({ err: (err as Error).message, rows: rows.length, retryInMs: delay }, "outbox publish failed; will retry");
         return 0;
@@ -91,17 +86,10 @@ export class OutboxRelay {
       }
       this.faults.hit("relay.after-publish-before-mark");
       await sql.markOutboxPublished(client, rows.map((r) => r.id));
-      await client.query("COMMIT");
-      published = rows.length;
-      this.rate.take(published);
+      this.rate.take(rows.length);
       for (const r of rows) this.metrics.published.inc({ kind: r.kind });
-      return published;
-    } catch (err) {
-      await client.query("ROLLBACK").catch(() => {});
-      throw err;
-    } finally {
-      client.release();
-    }
+      return rows.length;
+    });
   }
 
   async refreshBacklogMetrics(): Promise<{ count: number; oldestAgeMs: number }> {
