@@ -1,26 +1,14 @@
-import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createTickClient, type ResponseRecord } from "@tick/client";
 import { createPrismaClient, generateApiKey, hashPassword, shardForTenant, type PrismaClient } from "@tick/db";
 import { createTestDatabase, testServerUrl, type TestDatabase } from "@tick/db/testing";
-import { createTestRedis, startProcess, startTcpProxy, waitFor, type RunningProcess, type TcpProxy, type TestRedis } from "@tick/testing";
+import { createTestRedis, freePort, startProcess, startTcpProxy, waitFor, type RunningProcess, type TcpProxy, type TestRedis } from "@tick/testing";
 import { createOpenApiValidator } from "./openapi-validator";
 
 const consoleDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const nextBin = path.resolve(consoleDir, "../../node_modules/next/dist/bin/next");
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 export interface TestTenant {
   id: string;

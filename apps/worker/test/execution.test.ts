@@ -1,18 +1,14 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { sql } from "@tick/db";
 import { waitFor } from "@tick/testing";
-import { createProcessWorld, metricValue, type ProcessWorld } from "./harness.js";
-import { startSink } from "./sink.js";
+import { metricValue, type ProcessWorld, useProcessWorld } from "./harness.js";
+import type { Sink } from "./sink.js";
 
 let w: ProcessWorld;
-let sink: Awaited<ReturnType<typeof startSink>>;
-beforeEach(async () => {
-  w = await createProcessWorld();
-  sink = await startSink();
-});
-afterEach(async () => {
-  await w?.close();
-  await sink?.close();
+let sink: Sink;
+useProcessWorld((world, s) => {
+  w = world;
+  sink = s;
 });
 
 const settled = (w: ProcessWorld, id: string, status: string, timeoutMs = 30_000) =>

@@ -1,3 +1,4 @@
+import { afterEach, beforeEach } from "vitest";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
@@ -7,6 +8,7 @@ import { createDueIndex } from "@tick/due-index";
 import { createPool, shardForTenant, sql } from "@tick/db";
 import { createTestDatabase, testServerUrl, type TestDatabase } from "@tick/db/testing";
 import { createTestRedis, startProcess, waitFor, type RunningProcess, type TestRedis } from "@tick/testing";
+import { startSink, type Sink } from "./sink.js";
 
 const appsDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 let nextPort = 19_400 + Math.floor(Math.random() * 500) * 2;
@@ -132,4 +134,19 @@ export async function metricValue(healthPort: number, name: string): Promise<num
     .split("\n")
     .filter((l) => l.startsWith(name))
     .reduce((sum, l) => sum + Number(l.split(" ").pop()), 0);
+}
+
+/** A fresh process world and recording sink for every test of the file, closed after it; `use` receives them. */
+export function useProcessWorld(use: (world: ProcessWorld, sink: Sink) => void): void {
+  let world: ProcessWorld | undefined;
+  let sink: Sink | undefined;
+  beforeEach(async () => {
+    world = await createProcessWorld();
+    sink = await startSink();
+    use(world, sink);
+  });
+  afterEach(async () => {
+    await world?.close();
+    await sink?.close();
+  });
 }

@@ -1,22 +1,18 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { dependencyOf } from "@tick/core";
 import { sql } from "@tick/db";
 import { waitFor } from "@tick/testing";
-import { createProcessWorld, type ProcessWorld } from "./harness.js";
-import { startSink } from "./sink.js";
+import { type ProcessWorld, useProcessWorld } from "./harness.js";
+import type { Sink } from "./sink.js";
 
 // DLQ replay end to end (S17): real scheduler and worker processes, a recording sink. The jobs die
 // for real (their target fails, one attempt each), then a replay brings them back.
 
 let w: ProcessWorld;
-let sink: Awaited<ReturnType<typeof startSink>>;
-beforeEach(async () => {
-  w = await createProcessWorld();
-  sink = await startSink();
-});
-afterEach(async () => {
-  await w?.close();
-  await sink?.close();
+let sink: Sink;
+useProcessWorld((world, s) => {
+  w = world;
+  sink = s;
 });
 
 type Tenant = Awaited<ReturnType<ProcessWorld["createTenant"]>>;

@@ -56,3 +56,5 @@ export async function startSink() {
       }),
   };
 }
+
+export type Sink = Awaited<ReturnType<typeof startSink>>;

@@ -1,19 +1,15 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
 import { inTransaction, sql } from "@tick/db";
 import { waitFor } from "@tick/testing";
-import { createProcessWorld, type ProcessWorld } from "./harness.js";
-import { startSink } from "./sink.js";
+import { type ProcessWorld, useProcessWorld } from "./harness.js";
+import type { Sink } from "./sink.js";
 
 let w: ProcessWorld;
-let sink: Awaited<ReturnType<typeof startSink>>;
-beforeEach(async () => {
-  w = await createProcessWorld();
-  sink = await startSink();
-});
-afterEach(async () => {
-  await w?.close();
-  await sink?.close();
+let sink: Sink;
+useProcessWorld((world, s) => {
+  w = world;
+  sink = s;
 });
 
 const webhooksAt = (path: string) => sink.requests.filter((r) => r.path === path);

@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { Redis } from "ioredis";
 import { createTestDatabase, testServerUrl, type TestDatabase } from "@tick/db/testing";
-import { startProcess, startTcpProxy, waitFor, type RunningProcess, type TcpProxy } from "@tick/testing";
+import { freePort, startProcess, startTcpProxy, waitFor, type RunningProcess, type TcpProxy } from "@tick/testing";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 const nextBin = path.join(root, "node_modules/next/dist/bin/next");
@@ -47,17 +47,6 @@ export interface Member {
   healthPort: number;
   frozen: boolean;
   extraEnv: Record<string, string>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const port = (server.address() as net.AddressInfo).port;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** PING over a raw socket: true on +PONG. */

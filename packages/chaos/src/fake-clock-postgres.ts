@@ -1,9 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { waitFor } from "@tick/testing";
+import { freePort, waitFor } from "@tick/testing";
 
 /** Debian's libfaketime (apt package `faketime`), if installed. */
 export function findLibfaketime(): string | null {
@@ -26,15 +25,6 @@ function run(child: ChildProcess): Promise<void> {
   child.stdout?.on("data", (d) => (output += d));
   child.stderr?.on("data", (d) => (output += d));
   return new Promise((resolve, reject) => child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`exit ${code}: ${output.slice(-500)}`)))));
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /**

@@ -2,3 +2,4 @@ export * from "./wait-for.js";
 export * from "./redis-prefix.js";
 export * from "./child-process.js";
 export * from "./tcp-proxy.js";
+export * from "./free-port.js";
