@@ -63,22 +63,78 @@ function naiveIso(ms: number): string {
   return new Date(ms).toISOString().slice(0, 19);
 }
 
+type OffsetAt = (instantMs: number) => number;
+
+/**
+ * The zone's UTC offset (minutes) as a function of the instant, from a handful of Intl lookups per
+ * stretch of time instead of one per call (each lookup formats a date: a per-second schedule near a
+ * transition asked for hundreds of thousands and held the scheduler's event loop for seconds). The offset
+ * is constant between transitions, which fall on whole seconds; each lookup caches the stretch around the
+ * instant, probed 6 hours each side and cut at a transition found there (one per side at most).
+ */
+function offsetTimeline(zone: IANAZone): OffsetAt {
+  const raw = (t: number) => zone.offset(t);
+  const stretches: { start: number; end: number; offset: number }[] = []; // offset constant on [start, end)
+  const PROBE = 6 * HOUR;
+  /** The first whole second in (lo, hi] whose offset differs from `offLo` (lo's), given hi's does. */
+  const firstChange = (lo: number, hi: number, offLo: number) => {
+    while (hi - lo > 1000) {
+      const mid = lo + Math.floor((hi - lo) / 2000) * 1000;
+      if (raw(mid) === offLo) lo = mid;
+      else hi = mid;
+    }
+    return hi;
+  };
+  return (t) => {
+    for (const s of stretches) if (s.start <= t && t < s.end) return s.offset;
+    const second = Math.floor(t / 1000) * 1000;
+    const offset = raw(second);
+    const before = raw(second - PROBE);
+    const after = raw(second + PROBE);
+    const start = before === offset ? second - PROBE : firstChange(second - PROBE, second, before);
+    const end = after === offset ? second + PROBE : firstChange(second, second + PROBE, offset);
+    if (stretches.length >= 64) stretches.shift();
+    stretches.push({ start, end, offset });
+    return offset;
+  };
+}
+
+/** The first transition in (fromMs, fromMs + withinMs], if any: when, and the offsets either side. */
+function nextTransition(offsetAt: OffsetAt, fromMs: number, withinMs: number): { at: number; from: number; to: number } | undefined {
+  const from = offsetAt(fromMs);
+  const until = fromMs + withinMs;
+  // Step by less than the timeline's probe so no transition is stepped over, then find it to the second.
+  let lo = Math.floor(fromMs / 1000) * 1000;
+  for (let t = lo + HOUR; lo < until; lo = t, t += HOUR) {
+    const off = offsetAt(Math.min(t, until));
+    if (off === from) continue;
+    let hi = Math.min(t, until);
+    while (hi - lo > 1000) {
+      const mid = lo + Math.floor((hi - lo) / 2000) * 1000;
+      if (offsetAt(mid) === from) lo = mid;
+      else hi = mid;
+    }
+    return { at: hi, from, to: off };
+  }
+  return undefined;
+}
+
 /** Offsets (minutes) the zone uses around a naive wall time, and the instants that show that wall time. */
-function resolveWall(zone: IANAZone, wallMs: number): { instants: number[]; gapEnd?: number } {
-  const before = zone.offset(wallMs - DAY);
-  const after = zone.offset(wallMs + DAY);
+function resolveWall(offsetAt: OffsetAt, wallMs: number): { instants: number[]; gapEnd?: number } {
+  const before = offsetAt(wallMs - DAY);
+  const after = offsetAt(wallMs + DAY);
   const instants = [...new Set([before, after])]
     .map((offset) => wallMs - offset * MINUTE)
-    .filter((t) => zone.offset(t) * MINUTE === wallMs - t)
+    .filter((t) => offsetAt(t) * MINUTE === wallMs - t)
     .sort((a, b) => a - b);
   if (instants.length > 0) return { instants };
   // A gap: the transition lies between the two candidate instants; find it to the second.
   let lo = wallMs - Math.max(before, after) * MINUTE;
   let hi = wallMs - Math.min(before, after) * MINUTE;
-  const offLo = zone.offset(lo);
+  const offLo = offsetAt(lo);
   while (hi - lo > 1000) {
     const mid = lo + Math.floor((hi - lo) / 2000) * 1000;
-    if (zone.offset(mid) === offLo) lo = mid;
+    if (offsetAt(mid) === offLo) lo = mid;
     else hi = mid;
   }
   return { instants: [], gapEnd: hi };
@@ -91,31 +147,46 @@ function resolveWall(zone: IANAZone, wallMs: number): { instants: number[]; gapE
 export function nextOccurrences(rule: RecurrenceRule, after: Date, count: number): Occurrence[] {
   const problems = validateRule(rule);
   if (problems.length) throw new RecurrenceError(problems.join("; "));
-  const zone = IANAZone.create(rule.timezone);
+  const offsetAt = offsetTimeline(IANAZone.create(rule.timezone));
   const afterMs = after.getTime();
-  // Near a transition, a wall time before `after`'s own can still resolve after it (an overlap's second
-  // instance, a gap shifted forward): then start a few hours early. Elsewhere start right at it, so a
-  // per-second schedule does not walk hours of candidates.
-  const offsetAfter = zone.offset(afterMs);
-  const nearTransition = zone.offset(afterMs - 4 * HOUR) !== offsetAfter || zone.offset(afterMs + 4 * HOUR) !== offsetAfter;
-  const startWall = afterMs + offsetAfter * MINUTE - (nearTransition ? 4 * HOUR : 0);
-  const walls = CronExpressionParser.parse(rule.cron, { currentDate: new Date(startWall - 1000), tz: "UTC" });
+  // Wall times from `after`'s own onwards resolve after it, with one exception: when the clocks are about
+  // to go back, the repeated hour's second instances (policies `last` and `both`) come after `after`
+  // although their wall times are earlier. Start there then, and nowhere earlier, so a per-second schedule
+  // never walks candidates that cannot fire. (A gap's wall times all lie after `after`'s own.)
+  let startWall = afterMs + offsetAt(afterMs) * MINUTE;
+  const back = rule.dstOverlap === "first" ? undefined : nextTransition(offsetAt, afterMs, 4 * HOUR);
+  if (back && back.to < back.from) startWall = Math.min(startWall, back.at + back.to * MINUTE);
+  const wallsFrom = (wallMs: number) => CronExpressionParser.parse(rule.cron, { currentDate: new Date(wallMs - 1000), tz: "UTC" });
+  let walls = wallsFrom(startWall);
 
   const found = new Map<number, Occurrence>();
-  const sorted = () => [...found.values()].sort((a, b) => a.at.getTime() - b.at.getTime());
+  const order: number[] = []; // the instants found, ascending
+  const insert = (at: number) => {
+    let lo = 0;
+    let hi = order.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (order[mid]! < at) lo = mid + 1;
+      else hi = mid;
+    }
+    order.splice(lo, 0, at);
+  };
   for (let guard = 0; guard < 100_000; guard++) {
     const wallMs = walls.next().getTime();
     // No later wall time can resolve before the count-th instant found so far: done. (A wall time W
     // resolves no earlier than W minus the largest offset in force around it.)
     if (found.size >= count) {
-      const kth = sorted()[count - 1]!.at.getTime();
-      const maxOffset = Math.max(zone.offset(kth - DAY), zone.offset(kth), zone.offset(kth + DAY)) * MINUTE;
+      const kth = order[count - 1]!;
+      const maxOffset = Math.max(offsetAt(kth - DAY), offsetAt(kth), offsetAt(kth + DAY)) * MINUTE;
       if (wallMs - maxOffset > kth) break;
     }
-    const { instants, gapEnd } = resolveWall(zone, wallMs);
+    const { instants, gapEnd } = resolveWall(offsetAt, wallMs);
     const picks: { at: number; dst?: Occurrence["dst"] }[] = [];
     if (gapEnd !== undefined) {
       if (rule.dstGap === "shift_forward") picks.push({ at: gapEnd, dst: "gap_shifted" });
+      // Every later wall time in the gap resolves the same way (to this instant, once, or not at all):
+      // continue after the gap instead of walking it (an hour is 3,600 candidates of a per-second cron).
+      walls = wallsFrom(gapEnd + offsetAt(gapEnd) * MINUTE);
     } else if (instants.length === 2) {
       if (rule.dstOverlap !== "last") picks.push({ at: instants[0]!, dst: "overlap_first" });
       if (rule.dstOverlap !== "first") picks.push({ at: instants[1]!, dst: "overlap_last" });
@@ -124,15 +195,20 @@ export function nextOccurrences(rule: RecurrenceRule, after: Date, count: number
     }
     for (const pick of picks) {
       if (pick.at <= afterMs || found.has(pick.at)) continue; // same instant from an earlier nominal time: fire once
+      insert(pick.at);
       found.set(pick.at, {
         at: new Date(pick.at),
         nominal: naiveIso(wallMs),
-        offsetMinutes: zone.offset(pick.at),
+        offsetMinutes: offsetAt(pick.at),
         ...(pick.dst ? { dst: pick.dst } : {}),
       });
     }
+    // With one instant per wall time (any policy but `both`), later wall times never resolve earlier:
+    // once this one lands past the count-th instant, nothing after it can come before. (Without this,
+    // `last` walked the whole repeated hour: its first instances, which it never fires, look early.)
+    if (rule.dstOverlap !== "both" && found.size >= count && picks.length > 0 && picks[0]!.at > order[count - 1]!) break;
   }
-  return sorted().slice(0, count);
+  return order.slice(0, count).map((at) => found.get(at)!);
 }
 
 /** Occurrences in (from, to], at most `limit` (misfire handling counts and picks from these). */

@@ -1,4 +1,5 @@
-import { describe, expect, it } from "vitest";
+import { IANAZone } from "luxon";
+import { describe, expect, it, vi } from "vitest";
 import { RecurrenceError, nextOccurrences, occurrenceKey, occurrencesBetween, validateRule } from "./index.js";
 
 const rule = (cron: string, timezone = "Europe/Paris") => ({ cron, timezone, dstGap: "shift_forward" as const, dstOverlap: "first" as const });
@@ -70,5 +71,55 @@ describe("occurrenceKey", () => {
     const [first, second] = nextOccurrences({ ...rule("30 2 * * *"), dstOverlap: "both" }, new Date("2026-10-24T12:00:00Z"), 2);
     expect(occurrenceKey("s1", first!)).toBe("schedule:s1:2026-10-25T02:30:00+02:00");
     expect(occurrenceKey("s1", second!)).toBe("schedule:s1:2026-10-25T02:30:00+01:00");
+  });
+});
+
+describe("work per call (a scheduler's event loop runs this every few hundred milliseconds)", () => {
+  // Each zone offset lookup formats a date through Intl; counted, not timed, so the bound is exact work.
+  const countOffsetLookups = (fn: () => void) => {
+    const spy = vi.spyOn(IANAZone.prototype, "offset");
+    try {
+      fn();
+      return spy.mock.calls.length;
+    } finally {
+      spy.mockRestore();
+    }
+  };
+  const everySecond = (dstOverlap: "first" | "last" | "both") => ({ cron: "* * * * * *", timezone: "Europe/Berlin", dstGap: "shift_forward" as const, dstOverlap });
+
+  it("a per-second schedule minutes before spring-forward: few lookups, and the gap is crossed once", () => {
+    let got: ReturnType<typeof nextOccurrences> = [];
+    const lookups = countOffsetLookups(() => {
+      got = nextOccurrences(everySecond("first"), new Date("2027-03-28T00:59:58Z"), 4);
+    });
+    expect(got.map((o) => [o.at.toISOString(), o.nominal, o.dst ?? null])).toEqual([
+      ["2027-03-28T00:59:59.000Z", "2027-03-28T01:59:59", null],
+      ["2027-03-28T01:00:00.000Z", "2027-03-28T02:00:00", "gap_shifted"],
+      ["2027-03-28T01:00:01.000Z", "2027-03-28T03:00:01", null],
+      ["2027-03-28T01:00:02.000Z", "2027-03-28T03:00:02", null],
+    ]);
+    expect(lookups).toBeLessThan(200);
+  });
+
+  it.each(["first", "last", "both"] as const)("a per-second schedule 30 minutes before fall-back (overlap policy %s): few lookups", (policy) => {
+    let got: ReturnType<typeof nextOccurrences> = [];
+    const lookups = countOffsetLookups(() => {
+      got = nextOccurrences(everySecond(policy), new Date("2027-10-31T00:30:00Z"), 100);
+    });
+    expect(got).toHaveLength(100);
+    expect(got.every((o) => o.at.getTime() > Date.parse("2027-10-31T00:30:00Z"))).toBe(true);
+    // In order, no instant twice.
+    expect(new Set(got.map((o) => o.at.getTime())).size).toBe(100);
+    expect(got.map((o) => o.at.getTime())).toEqual([...got.map((o) => o.at.getTime())].sort((a, b) => a - b));
+    expect(lookups).toBeLessThan(200);
+  });
+
+  it("hundreds of calls across a transition stay cheap (what the materialiser does while the clock passes it)", () => {
+    const lookups = countOffsetLookups(() => {
+      for (let t = Date.parse("2027-03-28T00:55:00Z"); t < Date.parse("2027-03-28T01:05:00Z"); t += 2_000) {
+        expect(nextOccurrences(everySecond("first"), new Date(t), 3)).toHaveLength(3);
+      }
+    });
+    expect(lookups / 300).toBeLessThan(60);
   });
 });
