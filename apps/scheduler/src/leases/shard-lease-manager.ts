@@ -21,6 +21,9 @@ export interface HeldLease {
  */
 export class ShardLeaseManager {
   private held = new Map<number, HeldLease>();
+  /** performance.now() of the last renewal that came back, to warn when renewals run late. */
+  private lastRenewedAt: number | undefined;
+  private lastTick = { startedAt: 0, endedAt: 0 };
 
   constructor(
     private readonly db: Queryable,
@@ -40,7 +43,23 @@ export class ShardLeaseManager {
   async tick(): Promise<HeldLease[]> {
     const { holder, region, ttlMs, shardCount } = this.config;
     const before = this.heldShards();
+    const startedAt = performance.now();
     const renewed = await sql.renewShards(this.db, holder, before, ttlMs);
+    const doneAt = performance.now();
+    if (before.length > 0 && this.lastRenewedAt !== undefined && doneAt - this.lastRenewedAt > ttlMs / 2) {
+      // Leases are lost when renewals come later than the TTL: say how close it was and where the time went.
+      this.logger.warn(
+        {
+          sinceLastRenewalMs: Math.round(doneAt - this.lastRenewedAt),
+          renewQueryMs: Math.round(doneAt - startedAt),
+          previousRoundMs: Math.round(this.lastTick.endedAt - this.lastTick.startedAt),
+          idleBeforeThisRoundMs: Math.round(startedAt - this.lastTick.endedAt),
+          ttlMs,
+        },
+        "shard lease renewal ran late",
+      );
+    }
+    if (before.length > 0) this.lastRenewedAt = doneAt;
     const kept = new Set(renewed.map((r) => r.shard));
     for (const lost of before.filter((h) => !kept.has(h.shard))) {
       this.logger.warn({ shard: lost.shard, epoch: lost.epoch }, "shard lease lost (renewal refused)");
@@ -56,6 +75,7 @@ export class ShardLeaseManager {
         this.held.set(got.shard, { shard: got.shard, epoch: got.epoch });
         this.logger.info({ shard: got.shard, epoch: got.epoch }, "shard lease acquired");
       }
+      if (before.length === 0) this.lastRenewedAt = performance.now();
     } else if (this.held.size > fairShare) {
       // Someone holds fewer than their share (a scheduler just joined): hand over the surplus.
       const starving = [...holders.entries()].some(([h, n]) => h !== holder && n < fairShare);
@@ -66,6 +86,7 @@ export class ShardLeaseManager {
         this.logger.info({ shards: surplus.map((s) => s.shard) }, "released surplus shards for balance");
       }
     }
+    this.lastTick = { startedAt, endedAt: performance.now() };
     return this.heldShards();
   }
 
