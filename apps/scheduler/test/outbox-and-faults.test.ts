@@ -1,6 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startTcpProxy, waitFor, type TcpProxy } from "@tick/testing";
 import { FaultInjected } from "@tick/runtime";
+import { ATTEMPT_QUEUE } from "@tick/core";
+import { Worker } from "bullmq";
+import { Redis } from "ioredis";
 import { createWorld, statusCounts, type World } from "./harness.js";
 
 let w: World;
@@ -117,6 +120,47 @@ describe("reaper", () => {
     expect(await statusCounts(w.pool)).toEqual({ dispatched: 30 });
     const attempts = await w.pool.query(`SELECT count(*)::int AS n FROM attempts`);
     expect(attempts.rows[0].n).toBe(30);
+  });
+
+  it("a message consumed without starting its attempt (the worker could not reach Postgres) is re-published under a new message ID, once", async () => {
+    const s = w.startScheduler("s", { strandedAfterMs: 200 });
+    await s.init();
+    await s.leaseTick();
+    const t = await w.createTenant();
+    await w.insertJobs(t, 3);
+    await s.dispatchOnce();
+    await s.relayOnce();
+    const attemptIds = (await w.pool.query<{ id: string }>(`SELECT id FROM attempts ORDER BY id`)).rows.map((r) => r.id);
+
+    // A worker takes the messages and fails them before starting anything (its Postgres is unreachable).
+    const connection = new Redis(w.redis.url, { maxRetriesPerRequest: null });
+    const failing = new Worker(ATTEMPT_QUEUE, async () => { throw new Error("connect ECONNREFUSED"); }, { connection, prefix: `${w.redis.prefix}:bull` });
+    try {
+      await waitFor(async () => (await w.attemptsQueue.getFailedCount()) === 3, { description: "messages failed by the worker" });
+    } finally {
+      await failing.close();
+      await connection.quit();
+    }
+
+    // The same ID would be a no-op for as long as BullMQ keeps the failed message: a new one goes out.
+    await waitFor(
+      async () => {
+        await s.reapOnce();
+        await s.relayOnce();
+        return (await w.attemptsQueue.getWaitingCount()) + (await w.attemptsQueue.getPrioritizedCount()) === 3;
+      },
+      { timeoutMs: 20_000, intervalMs: 100, description: "stranded attempts re-published" },
+    );
+    const waiting = async () => (await w.attemptsQueue.getJobs(["waiting", "prioritized"])).map((j) => j.id).sort();
+    expect(await waiting()).toEqual(attemptIds.map((id) => `${id}-r1`).sort());
+
+    // Stranded again while that message still waits: its ID is reused (a no-op), not a third copy.
+    await new Promise((r) => setTimeout(r, 300));
+    await s.reapOnce();
+    await s.relayOnce();
+    expect((await w.pool.query(`SELECT count(*)::int AS n FROM outbox WHERE kind = 'dispatch'`)).rows[0].n).toBe(9);
+    expect(await waiting()).toEqual(attemptIds.map((id) => `${id}-r1`).sort());
+    expect(await statusCounts(w.pool)).toEqual({ dispatched: 3 });
   });
 
   it("a running attempt whose lease expired is lost; the job retries with a new attempt ID and a higher fencing token, then dead-letters when attempts run out", async () => {

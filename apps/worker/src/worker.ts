@@ -83,6 +83,10 @@ export function createAttemptWorker(deps: WorkerDeps) {
         // Retries and lost workers are handled in Postgres (leases, reaper); a stalled message that
         // BullMQ hands out again is recognised by its attempt ID and discarded.
         maxStalledCount: 1,
+        // A worker that dies holding a message it had not started yet: BullMQ offers the message again
+        // once its lock lapses, so the lock lasts what an attempt lease lasts (not BullMQ's 30 s default).
+        lockDuration: config.leaseMs,
+        stalledInterval: config.leaseMs,
       });
       let lastError = 0;
       worker.on("error", (err) => {

@@ -17,6 +17,12 @@ export const attemptMessageSchema = z.object({
   shard: z.number().int(),
   epoch: z.string(),
   republished: z.boolean().optional(),
+  /**
+   * Set on a re-publish of an attempt no worker started: how many dispatch messages the attempt had
+   * before. The message ID then moves on to `<attempt ID>-r<n>` when the previous message can no longer
+   * be delivered (consumed without a start, e.g. Postgres was unreachable); see `dispatchMessageId`.
+   */
+  generation: z.number().int().nonnegative().optional(),
   /** Circuit-breaker key (the job's dependency_key). */
   dependency: z.string().nullable().optional(),
   /** Attempts started before this one: > 0 makes this a retry (retry budget). */
@@ -24,3 +30,8 @@ export const attemptMessageSchema = z.object({
 });
 
 export type AttemptMessage = z.output<typeof attemptMessageSchema>;
+
+/** The broker message ID of an attempt's n-th dispatch message (0: the first, which is the attempt ID). */
+export function dispatchMessageId(attemptId: string, generation: number): string {
+  return generation === 0 ? attemptId : `${attemptId}-r${generation}`;
+}

@@ -1,5 +1,6 @@
 import type pg from "pg";
 import type { Queue } from "bullmq";
+import { dispatchMessageId } from "@tick/core";
 import { inTransaction, sql } from "@tick/db";
 import type { FaultPoints, Logger } from "@tick/runtime";
 import type { RateLimiter } from "../dispatch/rate-limiter.js";
@@ -18,9 +19,9 @@ export interface OutboxRelayConfig {
 }
 
 /** How a row becomes a broker message: the BullMQ job id makes a duplicate publish a no-op (S5). */
-function toMessage(row: sql.OutboxRow) {
+function toMessage(row: sql.OutboxRow, messageId?: string) {
   // A webhook retry is a new message (its own try number); a re-publish of the same try is a duplicate.
-  const jobId = row.kind === "dispatch" ? row.attempt_id! : `wh-${String(row.payload.deliveryId ?? row.id)}-${String(row.payload.try ?? 1)}`;
+  const jobId = messageId ?? (row.kind === "dispatch" ? row.attempt_id! : `wh-${String(row.payload.deliveryId ?? row.id)}-${String(row.payload.try ?? 1)}`);
   return {
     name: row.kind,
     data: row.payload,
@@ -31,6 +32,29 @@ function toMessage(row: sql.OutboxRow) {
       removeOnFail: { age: 24 * 3600 },
     },
   };
+}
+
+/** Broker states in which a message will still reach a worker (or is with one). */
+const DELIVERABLE = new Set(["waiting", "prioritized", "delayed", "active", "waiting-children"]);
+/** How far back a re-publish looks for an earlier message of the same attempt. */
+const MAX_GENERATIONS_CHECKED = 8;
+
+/**
+ * The message ID a re-published attempt (no worker started it in time) goes out under. While an earlier
+ * message of the attempt can still be delivered, its ID: the publish is then a no-op, not a second copy.
+ * When the broker lost every earlier message (Redis flushed), the attempt ID again. When the last one was
+ * consumed without starting the attempt (its worker could not reach Postgres, or died after taking it
+ * and BullMQ gave up on it), a new ID: the same ID would be a no-op for as long as the broker keeps the
+ * finished message, and the attempt would wait that long.
+ */
+async function republishMessageId(queue: Queue, attemptId: string, generation: number): Promise<string> {
+  for (let g = generation - 1; g >= Math.max(0, generation - MAX_GENERATIONS_CHECKED); g--) {
+    const id = dispatchMessageId(attemptId, g);
+    const state = await queue.getJobState(id);
+    if (state === "unknown") continue;
+    return DELIVERABLE.has(state) ? id : dispatchMessageId(attemptId, g + 1);
+  }
+  return dispatchMessageId(attemptId, generation > MAX_GENERATIONS_CHECKED ? generation : 0);
 }
 
 /**
@@ -64,7 +88,14 @@ export class OutboxRelay {
         const publish = Promise.all(
           (["dispatch", "webhook"] as const).map((kind) => {
             const batch = rows.filter((r) => r.kind === kind);
-            return batch.length ? this.queues[kind].addBulk(batch.map(toMessage)) : null;
+            if (batch.length === 0) return null;
+            const queue = this.queues[kind];
+            return Promise.all(
+              batch.map(async (row) => {
+                const generation = row.kind === "dispatch" && row.payload.republished ? Number(row.payload.generation ?? 0) : 0;
+                return toMessage(row, generation > 0 ? await republishMessageId(queue, row.attempt_id!, generation) : undefined);
+              }),
+            ).then((messages) => queue.addBulk(messages));
           }),
         );
         publish.catch(() => {}); // a late failure after the timeout is already handled

@@ -81,7 +81,8 @@ export async function republishStrandedAttempts(db: Queryable, shard: number, ti
      SELECT 'dispatch', $1, tenant_id, job_id, id,
             jsonb_build_object('jobId', job_id, 'attemptId', id, 'tenantId', tenant_id, 'version', job_version,
                                'fencingToken', fencing_token::text, 'shard', $1::int, 'epoch', shard_epoch::text, 'republished', true,
-                               'dependency', dependency_key, 'attemptCount', attempt_count)
+                               'dependency', dependency_key, 'attemptCount', attempt_count,
+                               'generation', (SELECT count(*) FROM outbox o WHERE o.attempt_id = stranded.id AND o.kind = 'dispatch'))
        FROM stranded`,
     [shard, timeoutMs, limit],
   );
