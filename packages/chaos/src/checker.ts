@@ -13,6 +13,8 @@ export interface PhaseRow {
   /** The quiet tenant's worst and 99th-percentile lag (create → first delivery) for jobs created in the phase. */
   quietMaxLagMs: number | null;
   quietP99LagMs: number | null;
+  /** Where the time went for the quiet tenant's slowest job of the phase (to tell a stall from a slow API). */
+  quietSlowest?: string;
 }
 
 export interface Verdict {
@@ -21,6 +23,30 @@ export interface Verdict {
   /** Every broken invariant, in words; empty means the run passed. */
   violations: string[];
   facts: Record<string, number>;
+}
+
+/**
+ * One job's path from the create request to its first delivery, in ms: the API's acknowledgement, then
+ * (database clock, which may be injected: only differences are used) dispatch, the attempt's start and
+ * the outbox publish, and finally the downstream's receipt.
+ */
+async function explainLag(pool: pg.Pool, op: Op, lag: number, deliveredAt: number): Promise<string> {
+  const { rows } = await pool.query<{ to_dispatch: number | null; to_publish: number | null; to_start: number | null; attempts: number }>(
+    `SELECT (SELECT extract(epoch FROM min(a.dispatched_at) - j.created_at) * 1000 FROM attempts a WHERE a.job_id = j.id) AS to_dispatch,
+            (SELECT extract(epoch FROM min(o.published_at) - j.created_at) * 1000 FROM outbox o WHERE o.job_id = j.id AND o.kind = 'dispatch') AS to_publish,
+            (SELECT extract(epoch FROM min(a.started_at) - j.created_at) * 1000 FROM attempts a WHERE a.job_id = j.id) AS to_start,
+            (SELECT count(*)::int FROM attempts a WHERE a.job_id = j.id) AS attempts
+       FROM jobs j WHERE j.id = $1`,
+    [op.jobId],
+  );
+  const r = rows[0];
+  const ms = (v: number | null | undefined) => (v === null || v === undefined ? "-" : `${Math.round(Number(v))}`);
+  const acked = op.ackedAt !== undefined ? op.ackedAt - op.createdAt : null;
+  return (
+    `${op.key}: ${lag} ms to the first delivery; acknowledged after ${ms(acked)} ms (${op.createRetries} retries); ` +
+    `from the job's creation: dispatched +${ms(r?.to_dispatch)}, published +${ms(r?.to_publish)}, started +${ms(r?.to_start)} ms; ` +
+    `${r?.attempts ?? 0} attempts; delivered ${deliveredAt - (op.ackedAt ?? op.createdAt)} ms after the acknowledgement`
+  );
 }
 
 const percentile = (values: number[], p: number) => {
@@ -69,6 +95,7 @@ export async function checkInvariants(args: {
     args.phases.map((p) => [p.name, { phase: p.name, scenarios: p.scenarios, faults: p.faults, jobs: 0, lost: 0, duplicateEffects: 0, rawDuplicateDeliveries: 0, quietMaxLagMs: null, quietP99LagMs: null }]),
   );
   const quietLags = new Map<string, number[]>();
+  const quietSlowest = new Map<string, { op: Op; lag: number }>();
 
   for (const op of ops) {
     const row = rows.get(op.phase);
@@ -123,7 +150,11 @@ export async function checkInvariants(args: {
     if (job.status === "succeeded" && effects.size === 0) lose("succeeded without any effect at the downstream");
     if (op.kind === "quiet") {
       const first = (deliveriesByKey.get(op.key) ?? [])[0];
-      if (first) quietLags.set(op.phase, [...(quietLags.get(op.phase) ?? []), first.at - op.createdAt]);
+      if (first) {
+        const lag = first.at - op.createdAt;
+        quietLags.set(op.phase, [...(quietLags.get(op.phase) ?? []), lag]);
+        if (lag > (quietSlowest.get(op.phase)?.lag ?? -1)) quietSlowest.set(op.phase, { op, lag });
+      }
     }
   }
 
@@ -131,6 +162,8 @@ export async function checkInvariants(args: {
     const row = rows.get(phase)!;
     row.quietMaxLagMs = Math.max(...lags);
     row.quietP99LagMs = percentile(lags, 99);
+    const slowest = quietSlowest.get(phase);
+    if (slowest) row.quietSlowest = await explainLag(pool, slowest.op, slowest.lag, deliveriesByKey.get(slowest.op.key)![0]!.at);
   }
   const burst = rows.get("noisy tenant burst");
   if (burst?.quietP99LagMs != null && burst.quietP99LagMs > args.quietLagBoundMs) {

@@ -14,7 +14,7 @@ export const SHARDS = 8;
 
 /** Timings shortened so that failover and lease expiry happen within a chaos phase. */
 const FAST = {
-  LOG_LEVEL: "warn",
+  LOG_LEVEL: process.env.CHAOS_LOG_LEVEL ?? "warn",
   TICK_SHARDS: String(SHARDS),
   TICK_REDIS_PREFIX: "chaos",
   TICK_SSRF_ALLOWED_CIDRS: "127.0.0.0/8",
@@ -64,8 +64,21 @@ function redisPing(port: number): Promise<boolean> {
   });
 }
 
-async function ready(url: string, proc: RunningProcess, what: string) {
-  await waitFor(async () => (await fetch(url).catch(() => null))?.ok, { timeoutMs: 60_000, intervalMs: 200, description: `${what} ready (output: ${proc.output().slice(-600)})` });
+/**
+ * Waits for the process's health endpoint. A process that exits first fails the wait at once, unless it
+ * was started with fault points armed: then exiting is what it was asked to do (it may hit one at once).
+ */
+async function ready(url: string, proc: RunningProcess, what: string, mayExit = false) {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (proc.child.exitCode !== null || proc.child.signalCode !== null) {
+      if (mayExit) return;
+      throw new Error(`${what} exited before it was ready (output: ${proc.output().slice(-600)})`);
+    }
+    if ((await fetch(url).catch(() => null))?.ok) return;
+    if (Date.now() > deadline) throw new Error(`timed out after 60000 ms waiting for ${what} ready (output: ${proc.output().slice(-600)})`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 /**
@@ -120,13 +133,14 @@ export async function startCluster(options: { schedulers: number; workers: numbe
     const healthPort = await freePort();
     const portVar = role === "scheduler" ? "SCHEDULER_HEALTH_PORT" : "WORKER_HEALTH_PORT";
     const idVar = role === "scheduler" ? "SCHEDULER_ID" : "WORKER_ID";
-    const proc = startProcess(process.execPath, [path.join(root, "apps", role, "dist/main.js")], {
+    const profile = process.env.CHAOS_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.CHAOS_CPU_PROF}`] : [];
+    const proc = startProcess(process.execPath, [...profile, path.join(root, "apps", role, "dist/main.js")], {
       env: { ...env, [portVar]: String(healthPort), [idVar]: name, ...extraEnv },
     });
     keepOutput(name, proc);
     const member: Member = { name, role, proc, healthPort, frozen: false, extraEnv };
     members.set(name, member);
-    await ready(`http://127.0.0.1:${healthPort}/healthz`, proc, name);
+    await ready(`http://127.0.0.1:${healthPort}/healthz`, proc, name, "TICK_FAULT_POINTS" in extraEnv);
     return member;
   };
   for (let i = 1; i <= options.schedulers; i++) await launch(`scheduler-${i}`, "scheduler");

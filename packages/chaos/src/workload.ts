@@ -16,6 +16,8 @@ export interface Op {
   createdAt: number;
   /** Set once the API acknowledged the create (201, or 200 for a replayed key). */
   jobId: string | null;
+  /** When the acknowledgement came (Date.now()). */
+  ackedAt?: number;
   /** Create attempts the API refused or that failed in transit before the acknowledgement. */
   createRetries: number;
   /** For kind cancel: what the cancel answered (cancelled = before start; requested = it was running). */
@@ -86,6 +88,7 @@ export async function createWorkload(options: { pool: pg.Pool; consoleUrl: strin
         const res = await tenant.client.call("createJob", { body: body(kind, key), idempotencyKey: key }).catch(() => null);
         if (res?.ok) {
           op.jobId = res.body.id;
+          op.ackedAt = Date.now();
           return op;
         }
         op.createRetries++;
