@@ -41,19 +41,37 @@ export async function pingDatabase(pool: pg.Pool): Promise<void> {
   await pool.query("SELECT 1");
 }
 
-const UNAVAILABLE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "EPIPE", "57P01", "57P02", "57P03"]);
+const UNAVAILABLE_CODES = new Set([
+  ...["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "EPIPE"], // sockets
+  ...["57P01", "57P02", "57P03", "53300"], // Postgres: shutting down, cannot connect now, too many connections
+  // Prisma: cannot reach the server, timed out, the server closed the connection, no pool connection in time
+  ...["P1001", "P1002", "P1008", "P1017", "P2024"],
+]);
+/** What @prisma/adapter-pg calls a lost or refused connection (meta.driverAdapterError.cause.kind). */
+const UNAVAILABLE_KINDS = new Set(["DatabaseNotReachable", "ConnectionClosed", "SocketTimeout", "TooManyConnections"]);
 
 /**
  * True when an error means "the database could not be reached or is shutting down" (answer 503),
- * rather than "the statement was wrong" (a bug, 500).
+ * rather than "the statement was wrong" (a bug, 500). Walks the causes: pg errors, and Prisma's
+ * wrappers of them (a raw query's failure only says so in its message).
  */
 export function isDatabaseUnavailable(err: unknown): boolean {
-  for (let e: unknown = err, depth = 0; e && depth < 5; depth++) {
-    const { code, message } = e as { code?: unknown; message?: unknown };
+  const seen = new Set<unknown>();
+  const queue: unknown[] = [err];
+  while (queue.length > 0 && seen.size < 10) {
+    const e = queue.shift();
+    if (!e || typeof e !== "object" || seen.has(e)) continue;
+    seen.add(e);
+    const { code, message, kind } = e as { code?: unknown; message?: unknown; kind?: unknown };
     if (typeof code === "string" && (UNAVAILABLE_CODES.has(code) || code.startsWith("08"))) return true;
-    if (typeof message === "string" && /Connection terminated|timeout exceeded when trying to connect|connect ECONNREFUSED|Can't reach database/i.test(message)) return true;
-    // Prisma wraps driver errors; walk the chain.
-    e = (e as { cause?: unknown }).cause;
+    if (typeof kind === "string" && UNAVAILABLE_KINDS.has(kind)) return true;
+    if (
+      typeof message === "string" &&
+      /Connection terminated|timeout exceeded when trying to connect|connect ECONN(REFUSED|RESET)|Can't reach database|Server has closed the connection/i.test(message)
+    ) {
+      return true;
+    }
+    queue.push((e as { cause?: unknown }).cause, (e as { meta?: { driverAdapterError?: unknown } }).meta?.driverAdapterError);
   }
   return false;
 }
