@@ -2,7 +2,7 @@
 // Each is one conditional statement; a lost race is a normal result (null / false), not an error.
 import type pg from "pg";
 import { inTransaction, type Queryable } from "./types.js";
-import { enqueueJobWebhooks } from "./webhooks.js";
+import { jobWebhookCtes } from "./webhooks.js";
 
 export interface StartedAttempt {
   job_id: string;
@@ -51,6 +51,31 @@ export async function startAttempt(
   pool: pg.Pool,
   args: { attemptId: string; jobId: string; version: number; workerId: string; leaseMs: number },
 ): Promise<StartedAttempt | PacedStart | null> {
+  // The common case in one statement (one round trip, atomic): a job no replay released. The job row is
+  // locked first (the same order as cancel), then the attempt moves only if it is still pending, and the
+  // job only if the attempt moved: both or neither.
+  const fast = await pool.query<StartedAttempt>(
+    `WITH locked AS (
+       SELECT id FROM jobs
+        WHERE id = $2 AND status = 'dispatched' AND version = $3 AND current_attempt_id = $1 AND replay_id IS NULL
+        FOR UPDATE
+     ), attempt AS (
+       UPDATE attempts SET status = 'running', worker_id = $4, started_at = now(), heartbeat_at = now(),
+              lease_expires_at = now() + make_interval(secs => $5 / 1000.0)
+        WHERE id = $1 AND status = 'pending' AND EXISTS (SELECT 1 FROM locked)
+        RETURNING number AS attempt_number, lease_expires_at, clock_timestamp() AS db_now
+     ), job AS (
+       UPDATE jobs SET status = 'running', version = version + 1, attempt_count = attempt_count + 1, updated_at = now()
+        WHERE id IN (SELECT id FROM locked) AND EXISTS (SELECT 1 FROM attempt)
+        RETURNING id AS job_id, tenant_id, shard, version, fencing_token::text, attempt_count, max_attempts, method, url, headers,
+                  body, timeout_ms, idempotency_key, schedule_id, occurrence_at, backoff, expires_at, dependency_key
+     )
+     SELECT job.*, attempt.* FROM job, attempt`,
+    [args.attemptId, args.jobId, args.version, args.workerId, args.leaseMs],
+  );
+  if (fast.rows[0]) return fast.rows[0];
+  // A replayed job (its start gate needs the transaction), or one that cannot start (stale, cancelled, a
+  // duplicate message): the general path decides.
   return inTransaction(pool, async (client) => {
     const job = await client.query<Omit<StartedAttempt, "attempt_number" | "lease_expires_at" | "db_now"> & { replay_id: string | null }>(
       `UPDATE jobs SET status = 'running', version = version + 1, attempt_count = attempt_count + 1, updated_at = now()
@@ -172,9 +197,12 @@ export interface CompleteAttemptArgs {
  * and, for a terminal outcome, the job's tenant/shard so the caller can emit the completion webhook.
  */
 export async function completeAttempt(db: Queryable, a: CompleteAttemptArgs): Promise<{ won: boolean; status: string | null; dueAt: Date | null }> {
-  const target = a.decision.kind === "retry" ? "scheduled" : a.decision.kind;
-  const { rows } = await db.query<{ due_at: Date; status: string }>(
-    `WITH job AS (
+  const { rows } = await db.query<{ due_at: Date; status: string }>(`WITH ${COMPLETE_CTES} SELECT due_at, status FROM job`, completeParams(a));
+  return { won: rows.length > 0, status: rows[0]?.status ?? null, dueAt: rows[0]?.due_at ?? null };
+}
+
+/** The completion's conditional updates: the job (returning what its webhooks need), the attempt, a late completion. */
+const COMPLETE_CTES = `job AS (
        UPDATE jobs SET
               -- A cancel asked for while this attempt ran: no further attempt (the API promised it).
               status = CASE WHEN $5 = 'scheduled' AND cancel_requested_at IS NOT NULL THEN 'cancelled'::job_status ELSE $5::job_status END,
@@ -185,7 +213,8 @@ export async function completeAttempt(db: Queryable, a: CompleteAttemptArgs): Pr
               last_error = CASE WHEN $5 = 'succeeded' THEN last_error ELSE $8::jsonb END,
               result = CASE WHEN $5 = 'succeeded' THEN $9::jsonb ELSE result END
         WHERE id = $2 AND status = 'running' AND version = $3 AND current_attempt_id = $1 AND fencing_token = $4::bigint
-        RETURNING due_at, status
+        RETURNING id, tenant_id, shard, queue_id, status, due_at, idempotency_key, attempt_count, result, last_error,
+                  metadata, schedule_id, finished_at, callback_url
      ), attempt AS (
        UPDATE attempts SET status = CASE WHEN $5 = 'succeeded' THEN 'succeeded'::attempt_status ELSE 'failed'::attempt_status END,
               finished_at = now(), outcome = $7, http_status = $10, error = $8::jsonb, duration_ms = $11
@@ -193,35 +222,36 @@ export async function completeAttempt(db: Queryable, a: CompleteAttemptArgs): Pr
      ), late AS (
        UPDATE attempts SET late_completions = late_completions + 1
         WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM job)
-     )
-     SELECT due_at, status FROM job`,
-    [
-      a.attemptId,
-      a.jobId,
-      a.version,
-      a.fencingToken,
-      target,
-      a.decision.kind === "retry" ? a.decision.dueInMs : 0,
-      a.outcome,
-      a.error === null || a.error === undefined ? null : JSON.stringify(a.error),
-      a.result === null || a.result === undefined ? null : JSON.stringify(a.result),
-      a.httpStatus,
-      a.durationMs,
-    ],
-  );
-  return { won: rows.length > 0, status: rows[0]?.status ?? null, dueAt: rows[0]?.due_at ?? null };
+     )`;
+
+function completeParams(a: CompleteAttemptArgs): unknown[] {
+  const target = a.decision.kind === "retry" ? "scheduled" : a.decision.kind;
+  return [
+    a.attemptId,
+    a.jobId,
+    a.version,
+    a.fencingToken,
+    target,
+    a.decision.kind === "retry" ? a.decision.dueInMs : 0,
+    a.outcome,
+    a.error === null || a.error === undefined ? null : JSON.stringify(a.error),
+    a.result === null || a.result === undefined ? null : JSON.stringify(a.result),
+    a.httpStatus,
+    a.durationMs,
+  ];
 }
 
 /**
- * completeAttempt plus, when the job reached a terminal status, its completion webhooks: one
- * transaction, so a job is never finished without its webhook being on its way (and vice versa).
+ * completeAttempt plus, when the job reached a terminal status, its completion webhooks: one statement
+ * (one round trip, atomic), so a job is never finished without its webhook being on its way (and vice versa).
  */
-export async function completeAttemptAndNotify(pool: pg.Pool, a: CompleteAttemptArgs): Promise<{ won: boolean; status: string | null; dueAt: Date | null }> {
-  return inTransaction(pool, async (client) => {
-    const result = await completeAttempt(client, a);
-    if (result.won && result.status && result.status !== "scheduled") await enqueueJobWebhooks(client, [a.jobId]);
-    return result;
-  });
+export async function completeAttemptAndNotify(db: Queryable, a: CompleteAttemptArgs): Promise<{ won: boolean; status: string | null; dueAt: Date | null }> {
+  const { rows } = await db.query<{ due_at: Date; status: string }>(
+    `WITH ${COMPLETE_CTES}, ${jobWebhookCtes("SELECT * FROM job")}
+     SELECT due_at, status FROM job`,
+    completeParams(a),
+  );
+  return { won: rows.length > 0, status: rows[0]?.status ?? null, dueAt: rows[0]?.due_at ?? null };
 }
 
 /**

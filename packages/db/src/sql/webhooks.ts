@@ -13,16 +13,16 @@ export const EVENT_FOR_STATUS: Record<string, JobEvent | undefined> = {
 };
 
 /**
- * Creates the deliveries (and their outbox rows) for jobs that just reached a terminal status. Call in
- * the transaction that made them terminal. Idempotent per (job, event, url).
+ * The statement parts that create the completion webhooks (deliveries and their outbox rows) of the jobs
+ * `source` yields that are terminal: a callback URL and every enabled endpoint of the tenant subscribed to
+ * the event. `source` is a SELECT of job rows, so a completion can pass its own UPDATE's RETURNING and do it
+ * all in one statement. Idempotent per (job, event, url). Uses no parameters.
  */
-export async function enqueueJobWebhooks(db: Queryable, jobIds: string[]): Promise<number> {
-  if (jobIds.length === 0) return 0;
-  const { rowCount } = await db.query(
-    `WITH finished AS (
+export function jobWebhookCtes(source: string): string {
+  return `finished AS (
        SELECT j.*, CASE j.status WHEN 'succeeded' THEN 'job.succeeded' WHEN 'dead' THEN 'job.dead'
                                  WHEN 'expired' THEN 'job.expired' WHEN 'cancelled' THEN 'job.cancelled' END AS event
-         FROM jobs j WHERE j.id = ANY($1::uuid[]) AND j.status IN ('succeeded', 'dead', 'expired', 'cancelled')
+         FROM (${source}) j WHERE j.status IN ('succeeded', 'dead', 'expired', 'cancelled')
      ), destinations AS (
        SELECT f.id AS job_id, f.tenant_id, f.shard, f.event, f.callback_url AS url, NULL::uuid AS endpoint_id FROM finished f
         WHERE f.callback_url IS NOT NULL
@@ -42,13 +42,26 @@ export async function enqueueJobWebhooks(db: Queryable, jobIds: string[]): Promi
          FROM destinations d JOIN finished f ON f.id = d.job_id
        ON CONFLICT (job_id, event, url) DO NOTHING
        RETURNING id, tenant_id, job_id
-     )
-     INSERT INTO outbox (kind, shard, tenant_id, job_id, payload)
-     SELECT 'webhook', j.shard, d.tenant_id, d.job_id, jsonb_build_object('deliveryId', d.id, 'try', 1)
-       FROM deliveries d JOIN jobs j ON j.id = d.job_id`,
+     ), webhook_outbox AS (
+       INSERT INTO outbox (kind, shard, tenant_id, job_id, payload)
+       SELECT 'webhook', f.shard, d.tenant_id, d.job_id, jsonb_build_object('deliveryId', d.id, 'try', 1)
+         FROM deliveries d JOIN finished f ON f.id = d.job_id
+       RETURNING 1
+     )`;
+}
+
+/**
+ * Creates the deliveries (and their outbox rows) for jobs that just reached a terminal status. Call in
+ * the transaction that made them terminal. Idempotent per (job, event, url).
+ */
+export async function enqueueJobWebhooks(db: Queryable, jobIds: string[]): Promise<number> {
+  if (jobIds.length === 0) return 0;
+  const { rows } = await db.query<{ n: number }>(
+    `WITH ${jobWebhookCtes("SELECT * FROM jobs WHERE id = ANY($1::uuid[])")}
+     SELECT count(*)::int AS n FROM webhook_outbox`,
     [jobIds],
   );
-  return rowCount ?? 0;
+  return rows[0]!.n;
 }
 
 export interface DeliveryToSend {
