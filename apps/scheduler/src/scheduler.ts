@@ -5,6 +5,7 @@ import type { Registry } from "prom-client";
 import { ATTEMPT_QUEUE } from "@tick/core";
 import { createBreakers } from "@tick/breaker";
 import { createDueIndex } from "@tick/due-index";
+import { sql } from "@tick/db";
 import { NO_FAULTS, type FaultPoints, type Logger } from "@tick/runtime";
 import { Dispatcher } from "./dispatch/dispatcher.js";
 import { DueTenantSource } from "./dispatch/due-tenant-source.js";
@@ -187,7 +188,8 @@ export function createScheduler(deps: SchedulerDeps) {
   };
   const materializeOnce = async () => {
     let created = 0;
-    for (const lease of held) created += (await materializer.runShard(lease)).created;
+    const due = await sql.shardsWithDueSchedules(pool, held.map((l) => l.shard), config.recurrenceLookaheadMs);
+    for (const lease of held) if (due.has(lease.shard)) created += (await materializer.runShard(lease)).created;
     if (created > 0) dispatchLoop.wake();
     return created;
   };
@@ -198,7 +200,8 @@ export function createScheduler(deps: SchedulerDeps) {
   };
   const replayOnce = async () => {
     let released = 0;
-    for (const lease of held) released += (await replayer.runShard(lease)).released;
+    const open = await sql.shardsWithOpenReplays(pool, held.map((l) => l.shard));
+    for (const lease of held) if (open.has(lease.shard)) released += (await replayer.runShard(lease)).released;
     return released;
   };
   const reapOnce = async () => {

@@ -44,11 +44,13 @@ export class Dispatcher {
 
   async runShard(lease: HeldLease): Promise<DispatchRound> {
     const round: DispatchRound = { shard: lease.shard, claimed: 0, fenced: true, perTenant: new Map() };
+    if (this.rate.available() <= 0) return round;
+    // Who is due first (the Redis index answers without touching Postgres): an idle shard costs no query.
+    const { tenants: due, mode, generations } = await this.dueSource.find(lease.shard);
+    if (due.length === 0) return round;
     const queued = await sql.countQueuedAttempts(this.pool, lease.shard);
     let budget = Math.min(this.config.batch, this.config.maxQueuedPerShard - queued, this.rate.available());
     if (budget <= 0) return round;
-    const { tenants: due, mode, generations } = await this.dueSource.find(lease.shard);
-    if (due.length === 0) return round;
     const heldDependencies = await this.openDependencies().catch(() => []);
 
     const drr = this.fairness.get(lease.shard) ?? new DeficitRoundRobin();

@@ -182,6 +182,13 @@ export async function applyReplayAction(
   return rows[0] ?? null;
 }
 
+/** Which of these shards have a replay the scheduler still has work for (one look across all held shards). */
+export async function shardsWithOpenReplays(db: Queryable, shards: number[]): Promise<Set<number>> {
+  if (shards.length === 0) return new Set();
+  const { rows } = await db.query<{ shard: number }>(`SELECT DISTINCT shard FROM dlq_replays WHERE shard = ANY($1::int[]) AND finished_at IS NULL`, [shards]);
+  return new Set(rows.map((r) => r.shard));
+}
+
 /** Replays of a shard the scheduler still has work for (release, or watching released jobs). */
 export async function openReplaysOfShard(db: Queryable, shard: number): Promise<ReplayRow[]> {
   const { rows } = await db.query<ReplayRow>(`SELECT * FROM dlq_replays WHERE shard = $1 AND finished_at IS NULL ORDER BY created_at`, [shard]);

@@ -37,6 +37,21 @@ export async function lockDueSchedules(db: Queryable, shard: number, lookaheadMs
   return rows;
 }
 
+/**
+ * Which of these shards have a schedule to materialise (the same condition as lockDueSchedules, unlocked):
+ * a cheap look across all held shards, so shards with nothing due cost no fenced transaction.
+ */
+export async function shardsWithDueSchedules(db: Queryable, shards: number[], lookaheadMs: number): Promise<Set<number>> {
+  if (shards.length === 0) return new Set();
+  const { rows } = await db.query<{ shard: number }>(
+    `SELECT DISTINCT shard FROM schedules
+      WHERE shard = ANY($1::int[]) AND NOT paused AND next_fire_at IS NOT NULL
+        AND next_fire_at <= now() + make_interval(secs => $2 / 1000.0)`,
+    [shards, lookaheadMs],
+  );
+  return new Set(rows.map((r) => r.shard));
+}
+
 export interface OccurrenceJob {
   id: string;
   dueAt: Date;
