@@ -1,0 +1,45 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { judge, renderTables } from "./report.js";
+import { burnDown, precision, type Context } from "./scenarios.js";
+import { startBenchSink, type BenchSink } from "./sink.js";
+
+// The benchmark suite's own check, small enough for CI: every system really burns its jobs down through
+// the sink, the cost counters move, and the precision scenario's invariant (nothing starts before its
+// due time) holds. Figures are not asserted here: they belong to `npm run bench`.
+let sink: BenchSink;
+const lines: string[] = [];
+beforeAll(async () => {
+  sink = await startBenchSink();
+});
+afterAll(async () => {
+  await sink?.close();
+});
+const ctx = (): Context => ({ sink, log: (l) => lines.push(l), quick: true });
+
+describe("benchmark scenarios (tiny)", () => {
+  it("burn-down: Tick and each peer deliver every job once to the sink and report a rate and a cost", { timeout: 240_000 }, async () => {
+    const results = await burnDown(ctx(), 200, 20);
+    expect(results.map((r) => r.system)).toEqual(["tick", "graphile-worker", "pg-boss", "bullmq"]);
+    for (const r of results) {
+      expect(r.jobs).toBe(200);
+      expect(r.jobsPerSecond).toBeGreaterThan(0);
+    }
+    const byName = Object.fromEntries(results.map((r) => [r.system, r.cost]));
+    // Tick writes to Postgres and Redis; the Postgres peers only to Postgres; BullMQ only to Redis.
+    expect(byName.tick!.commitsPerJob).toBeGreaterThan(0);
+    expect(byName.tick!.redisCommandsPerJob).toBeGreaterThan(0);
+    expect(byName["graphile-worker"]!.walBytesPerJob).toBeGreaterThan(0);
+    expect(byName["pg-boss"]!.walBytesPerJob).toBeGreaterThan(0);
+    expect(byName.bullmq!.redisCommandsPerJob).toBeGreaterThan(0);
+    const targets = judge({ machine: {}, quick: true, startedAt: "", scenarios: { burnDown: results } });
+    expect(targets.map((t) => t.target)).toContain("at most 3 Postgres commits per job");
+    expect(renderTables({ machine: {}, quick: true, startedAt: "", scenarios: { burnDown: results }, targets })).toContain("graphile-worker");
+  });
+
+  it("precision: jobs due at exact instants never start before them", { timeout: 120_000 }, async () => {
+    const [r] = await precision(ctx(), [50], 2);
+    expect(r!.jobs).toBe(100);
+    expect(r!.early).toBe(0);
+    expect(r!.p50Ms).toBeGreaterThanOrEqual(0);
+  });
+});

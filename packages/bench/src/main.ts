@@ -1,0 +1,120 @@
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { testServerUrl } from "@tick/db/testing";
+import { testRedisUrl } from "@tick/testing";
+import { Redis } from "ioredis";
+import pg from "pg";
+import { burnDown, catchUp, fairness, precision, scale, type Context } from "./scenarios.js";
+import { startBenchSink } from "./sink.js";
+import { judge, renderTables, type BenchReport } from "./report.js";
+
+// npm run bench [-- --quick] [--only burn-down,precision,fairness,catch-up,scale] [--jobs N] [--concurrency C] [--json file]
+//                 [--systems tick,graphile-worker,pg-boss,bullmq]   (BENCH_CPU_PROF=dir profiles Tick's processes)
+// Prints a table per scenario, one JSON object per scenario (lines starting with {"scenario":...}), and
+// the targets of issue #9 met or not. The full run takes about 10 minutes on 2 cores; --quick about 3.
+
+const SCENARIOS = ["burn-down", "precision", "fairness", "catch-up", "scale"] as const;
+type Scenario = (typeof SCENARIOS)[number];
+
+function parseArgs(argv: string[]) {
+  const get = (name: string) => {
+    const i = argv.indexOf(`--${name}`);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
+  const quick = argv.includes("--quick");
+  const only = (get("only")?.split(",").map((s) => s.trim()) ?? [...SCENARIOS]) as Scenario[];
+  for (const s of only) if (!SCENARIOS.includes(s)) throw new Error(`--only: unknown scenario "${s}" (${SCENARIOS.join(", ")})`);
+  return {
+    quick,
+    only,
+    jobs: Number(get("jobs") ?? (quick ? 3_000 : 10_000)),
+    concurrency: Number(get("concurrency") ?? 50),
+    json: get("json"),
+    /** Burn-down only these systems (tick, graphile-worker, pg-boss, bullmq). */
+    systems: get("systems")?.split(",").map((s) => s.trim()),
+  };
+}
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
+const started = Date.now();
+const log = (line: string) => process.stdout.write(`[bench ${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s] ${line}\n`);
+
+async function machineFacts() {
+  const client = new pg.Client({ connectionString: testServerUrl() });
+  await client.connect();
+  const settings = await client.query<{ name: string; setting: string }>(
+    `SELECT name, setting FROM pg_settings WHERE name IN ('server_version', 'shared_buffers', 'synchronous_commit', 'fsync', 'max_connections')`,
+  );
+  await client.end();
+  const redis = new Redis(testRedisUrl());
+  const info = await redis.info("server");
+  redis.disconnect();
+  const version = (pkg: string) => JSON.parse(fs.readFileSync(path.join(root, "node_modules", pkg, "package.json"), "utf8")).version as string;
+  return {
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model ?? "unknown",
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    node: process.version,
+    postgres: Object.fromEntries(settings.rows.map((r) => [r.name, r.setting])),
+    redis: /redis_version:(\S+)/.exec(info)?.[1] ?? "unknown",
+    peers: { "graphile-worker": version("graphile-worker"), "pg-boss": version("pg-boss"), bullmq: version("bullmq") },
+    commit: (() => {
+      try {
+        return execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root }).toString().trim();
+      } catch {
+        return "unknown";
+      }
+    })(),
+  };
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const machine = await machineFacts();
+  log(`${machine.cpus} cores (${machine.cpuModel}), ${machine.memoryGiB} GiB, Node ${machine.node}, Postgres ${machine.postgres.server_version}, Redis ${machine.redis}`);
+  const sink = await startBenchSink();
+  const ctx: Context = { sink, log, quick: args.quick };
+  const report: BenchReport = { machine, quick: args.quick, startedAt: new Date(started).toISOString(), scenarios: {} };
+  const emit = (scenario: string, result: unknown) => process.stdout.write(`${JSON.stringify({ scenario, machine: { cpus: machine.cpus, commit: machine.commit }, result })}\n`);
+  try {
+    if (args.only.includes("burn-down")) {
+      report.scenarios.burnDown = await burnDown(ctx, args.jobs, args.concurrency, args.systems as Parameters<typeof burnDown>[3]);
+      emit("burn-down", report.scenarios.burnDown);
+    }
+    if (args.only.includes("precision")) {
+      report.scenarios.precision = await precision(ctx, [100, 500, 2_000], args.quick ? 3 : 5);
+      emit("precision", report.scenarios.precision);
+    }
+    if (args.only.includes("fairness")) {
+      report.scenarios.fairness = await fairness(ctx, args.quick ? 10_000 : 50_000, 5);
+      emit("fairness", report.scenarios.fairness);
+    }
+    if (args.only.includes("catch-up")) {
+      report.scenarios.catchUp = await catchUp(ctx, args.quick ? 3_000 : 10_000, 500);
+      emit("catch-up", report.scenarios.catchUp);
+    }
+    if (args.only.includes("scale")) {
+      report.scenarios.scale = await scale(ctx, args.quick ? [10_000, 100_000] : [10_000, 1_000_000], args.quick ? 1_000 : 5_000);
+      emit("scale", report.scenarios.scale);
+    }
+  } finally {
+    await sink.close();
+  }
+  report.targets = judge(report);
+  process.stdout.write(`\n${renderTables(report)}\n`);
+  const out = args.json ?? path.join(root, ".data/bench/latest.json");
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  fs.writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
+  log(`report written to ${path.relative(process.cwd(), out)}`);
+}
+
+void main().then(
+  () => process.exit(0),
+  (err) => {
+    log(`FAILED: ${err instanceof Error ? err.stack : String(err)}`);
+    process.exit(1);
+  },
+);

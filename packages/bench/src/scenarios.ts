@@ -1,0 +1,368 @@
+import { sql } from "@tick/db";
+import { createTestDatabase, testServerUrl } from "@tick/db/testing";
+import { testRedisUrl } from "@tick/testing";
+import { Redis } from "ioredis";
+import pg from "pg";
+import { costPerJob, round, snapshotCost, type CostPerJob } from "./cost.js";
+import { PEERS, startPeer, type Peer } from "./peers.js";
+import type { BenchSink } from "./sink.js";
+import { liveJobs, startTickCluster, type TickCluster, type TickTenant } from "./tick.js";
+
+export interface Context {
+  sink: BenchSink;
+  log: (line: string) => void;
+  quick: boolean;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export const percentile = (values: number[], p: number) => {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+};
+
+/** Polls until `done` or the deadline; logs progress every few seconds so a long wait shows it is moving. */
+async function until(ctx: Context, what: string, done: () => Promise<{ ok: boolean; progress: string }>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastLog = Date.now();
+  for (;;) {
+    const state = await done();
+    if (state.ok) return;
+    if (Date.now() > deadline) throw new Error(`${what}: not done after ${timeoutMs / 1000} s (${state.progress})`);
+    if (Date.now() - lastLog > 5_000) {
+      ctx.log(`  ${what}: ${state.progress}`);
+      lastLog = Date.now();
+    }
+    await sleep(50);
+  }
+}
+
+async function withTick<T>(fn: (cluster: TickCluster, databaseUrl: string, redis: Redis) => Promise<T>, env: Record<string, string> = {}): Promise<T> {
+  const db = await createTestDatabase(testServerUrl());
+  const redis = new Redis(testRedisUrl());
+  const cluster = await startTickCluster({ databaseUrl: db.url, redisUrl: testRedisUrl(), env });
+  try {
+    return await fn(cluster, db.url, redis);
+  } finally {
+    await cluster.close();
+    redis.disconnect();
+    await db.drop();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1 + 6. Burn-down throughput and cost per job, Tick and the peers, one after the other in one run.
+
+export interface BurnDownResult {
+  system: "tick" | Peer;
+  jobs: number;
+  seconds: number;
+  jobsPerSecond: number;
+  cost: CostPerJob;
+}
+
+export async function burnDown(ctx: Context, n: number, concurrency: number, systems: ("tick" | Peer)[] = ["tick", ...PEERS]): Promise<BurnDownResult[]> {
+  const results: BurnDownResult[] = [];
+  for (const system of systems) {
+    ctx.log(`burn-down: ${system}, ${n} jobs, ${concurrency} concurrent calls`);
+    ctx.sink.reset();
+    const keys = Array.from({ length: n }, (_, i) => ({ key: `${system}-${i}`, url: ctx.sink.url }));
+    const measure = async (databaseUrl: string, redis: Redis | null, enqueue: () => Promise<void>, remaining: () => Promise<number>) => {
+      const before = await snapshotCost(databaseUrl, redis);
+      const started = performance.now();
+      await enqueue();
+      await until(ctx, system, async () => {
+        const left = await remaining();
+        return { ok: left === 0 && ctx.sink.distinct() >= n, progress: `${ctx.sink.distinct()} of ${n} delivered, ${left} not finished` };
+      }, 600_000);
+      const seconds = (performance.now() - started) / 1000;
+      const after = await snapshotCost(databaseUrl, redis);
+      const result: BurnDownResult = { system, jobs: n, seconds: round(seconds), jobsPerSecond: Math.round(n / seconds), cost: await costPerJob(databaseUrl, before, after, n) };
+      ctx.log(`  ${system}: ${result.jobsPerSecond} jobs/s (${result.seconds} s)`);
+      results.push(result);
+    };
+    if (system === "tick") {
+      await withTick(
+        async (cluster, databaseUrl, redis) => {
+          await cluster.startScheduler();
+          await cluster.startWorker();
+          const tenant = await cluster.createTenant({ maxInFlight: 10_000 });
+          await measure(databaseUrl, redis, () => cluster.createJobs(tenant, keys), () => liveJobs(cluster.pool, tenant.id));
+        },
+        // No global dispatch cap (the peers have none); same concurrency as the peers.
+        { SCHEDULER_DISPATCH_RATE: "1000000", WORKER_CONCURRENCY: String(concurrency) },
+      );
+    } else {
+      const db = await createTestDatabase(testServerUrl());
+      const redis = system === "bullmq" ? new Redis(testRedisUrl()) : null;
+      const peer = await startPeer(system, { databaseUrl: db.url, redisUrl: testRedisUrl(), concurrency });
+      try {
+        await measure(db.url, redis, () => peer.enqueue(keys), () => peer.remaining());
+      } finally {
+        await peer.close();
+        redis?.disconnect();
+        await db.drop();
+      }
+    }
+  }
+  return results;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Due-time precision: jobs due at exact instants at a fixed rate; start − due from the database.
+
+export interface PrecisionResult {
+  ratePerSecond: number;
+  jobs: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  /** Attempts that started before their job's due time (must be 0). */
+  early: number;
+}
+
+async function lagsOf(pool: pg.Pool, tenantId: string): Promise<number[]> {
+  const { rows } = await pool.query<{ lag: number }>(
+    `SELECT extract(epoch FROM a.started_at - j.due_at) * 1000 AS lag
+       FROM jobs j JOIN attempts a ON a.job_id = j.id AND a.number = 1
+      WHERE j.tenant_id = $1 AND a.started_at IS NOT NULL`,
+    [tenantId],
+  );
+  return rows.map((r) => Number(r.lag));
+}
+
+async function databaseNow(pool: pg.Pool): Promise<number> {
+  return (await pool.query<{ now: Date }>(`SELECT now()`)).rows[0]!.now.getTime();
+}
+
+export async function precision(ctx: Context, rates: number[], seconds: number): Promise<PrecisionResult[]> {
+  return withTick(async (cluster) => {
+    await cluster.startScheduler();
+    await cluster.startWorker();
+    const results: PrecisionResult[] = [];
+    for (const rate of rates) {
+      ctx.log(`precision: ${rate} jobs/s for ${seconds} s, each due at an exact instant`);
+      const tenant = await cluster.createTenant({ maxInFlight: 10_000 });
+      const count = rate * seconds;
+      // Created ahead of time (a few seconds of slack for the insert), due 1/rate apart.
+      const first = (await databaseNow(cluster.pool)) + 2_000 + count / 10;
+      const jobs = Array.from({ length: count }, (_, i) => ({ key: `p${rate}-${i}`, url: ctx.sink.url, runAt: new Date(first + Math.round((i * 1000) / rate)) }));
+      await cluster.createJobs(tenant, jobs);
+      await until(ctx, `precision ${rate}/s`, async () => {
+        const left = await liveJobs(cluster.pool, tenant.id);
+        return { ok: left === 0, progress: `${left} of ${count} not finished` };
+      }, 120_000 + seconds * 1000);
+      const lags = await lagsOf(cluster.pool, tenant.id);
+      const r: PrecisionResult = {
+        ratePerSecond: rate,
+        jobs: lags.length,
+        p50Ms: round(percentile(lags, 50)!, 1),
+        p99Ms: round(percentile(lags, 99)!, 1),
+        maxMs: round(Math.max(...lags), 1),
+        early: lags.filter((l) => l < 0).length,
+      };
+      ctx.log(`  ${rate}/s: p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, max ${r.maxMs} ms, early ${r.early}`);
+      results.push(r);
+    }
+    return results;
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Fairness: a quiet tenant's lag alone and under two noisy tenants' burst (weights 3 and 1, all
+//    three on one shard, where fairness is decided), and the noisy tenants' shares while both wait.
+
+export interface FairnessResult {
+  burstJobs: number;
+  quietSoloP99Ms: number;
+  quietUnderBurstP99Ms: number;
+  quietRatio: number;
+  weights: [number, number];
+  shares: [number, number];
+  expectedShares: [number, number];
+  shareErrorPct: number;
+}
+
+export async function fairness(ctx: Context, burst: number, trickleSeconds: number): Promise<FairnessResult> {
+  return withTick(async (cluster) => {
+    await cluster.startScheduler();
+    await cluster.startWorker();
+    const shard = 0;
+    const trickle = async (tenant: TickTenant, tag: string, whileRunning: () => boolean) => {
+      for (let i = 0; whileRunning(); i++) {
+        await cluster.createJobs(tenant, [{ key: `${tag}-${i}`, url: ctx.sink.url }]);
+        await sleep(50); // 20 jobs/s
+      }
+    };
+    ctx.log(`fairness: quiet tenant alone for ${trickleSeconds} s`);
+    const solo = await cluster.createTenant({ shard });
+    const soloEnd = Date.now() + trickleSeconds * 1000;
+    await trickle(solo, "solo", () => Date.now() < soloEnd);
+    await until(ctx, "quiet alone", async () => ({ ok: (await liveJobs(cluster.pool, solo.id)) === 0, progress: "" }), 60_000);
+    const soloP99 = percentile(await lagsOf(cluster.pool, solo.id), 99)!;
+
+    ctx.log(`fairness: ${burst} jobs from two noisy tenants (weights 3 and 1) while the quiet tenant trickles`);
+    const heavy = await cluster.createTenant({ shard, weight: 3, maxInFlight: 10_000 });
+    const light = await cluster.createTenant({ shard, weight: 1, maxInFlight: 10_000 });
+    const quiet = await cluster.createTenant({ shard });
+    const half = Math.floor(burst / 2);
+    await Promise.all([
+      cluster.createJobs(heavy, Array.from({ length: half }, (_, i) => ({ key: `h-${i}`, url: ctx.sink.url }))),
+      cluster.createJobs(light, Array.from({ length: half }, (_, i) => ({ key: `l-${i}`, url: ctx.sink.url }))),
+    ]);
+    let bursting = true;
+    const quietRun = trickle(quiet, "quiet", () => bursting);
+    await until(ctx, "burst", async () => {
+      const left = await liveJobs(cluster.pool, heavy.id);
+      return { ok: left === 0, progress: `heavy tenant: ${left} left` };
+    }, 900_000);
+    bursting = false;
+    await quietRun;
+    await until(ctx, "the rest", async () => ({ ok: (await liveJobs(cluster.pool)) === 0, progress: `${await liveJobs(cluster.pool)} left` }), 900_000);
+    const quietP99 = percentile(await lagsOf(cluster.pool, quiet.id), 99)!;
+
+    // Shares while both noisy tenants had work waiting: up to the moment the heavy one ran out.
+    const { rows } = await cluster.pool.query<{ tenant_id: string; n: number }>(
+      `WITH cutoff AS (SELECT max(a.dispatched_at) AS t FROM attempts a WHERE a.tenant_id = $1)
+       SELECT a.tenant_id, count(*)::int AS n FROM attempts a, cutoff
+        WHERE a.tenant_id = ANY($2::uuid[]) AND a.dispatched_at <= cutoff.t GROUP BY a.tenant_id`,
+      [heavy.id, [heavy.id, light.id]],
+    );
+    const count = (id: string) => rows.find((r) => r.tenant_id === id)?.n ?? 0;
+    const total = count(heavy.id) + count(light.id);
+    const shares: [number, number] = [round(count(heavy.id) / total, 3), round(count(light.id) / total, 3)];
+    const result: FairnessResult = {
+      burstJobs: half * 2,
+      quietSoloP99Ms: round(soloP99, 1),
+      quietUnderBurstP99Ms: round(quietP99, 1),
+      quietRatio: round(quietP99 / soloP99),
+      weights: [3, 1],
+      shares,
+      expectedShares: [0.75, 0.25],
+      shareErrorPct: round(Math.abs(shares[0] - 0.75) * 100, 1),
+    };
+    ctx.log(`  quiet p99 ${result.quietSoloP99Ms} ms alone, ${result.quietUnderBurstP99Ms} ms under the burst; shares ${shares.join(" / ")} for weights 3 / 1`);
+    return result;
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Catch-up: an overdue backlog met by a scheduler coming back; dispatches per second against the cap.
+
+export interface CatchUpResult {
+  backlog: number;
+  capPerSecond: number;
+  maxPerSecond: number;
+  meanPerSecond: number;
+  secondsAboveCap: number;
+  seconds: number;
+}
+
+export async function catchUp(ctx: Context, backlog: number, cap: number): Promise<CatchUpResult> {
+  return withTick(
+    async (cluster) => {
+      ctx.log(`catch-up: ${backlog} jobs 10 minutes overdue, dispatch capped at ${cap}/s`);
+      const tenant = await cluster.createTenant({ maxInFlight: 100_000 });
+      const overdue = new Date((await databaseNow(cluster.pool)) - 600_000);
+      await cluster.createJobs(tenant, Array.from({ length: backlog }, (_, i) => ({ key: `c-${i}`, url: ctx.sink.url, runAt: overdue })));
+      // The scheduler comes back after the downtime.
+      await cluster.startWorker();
+      await cluster.startScheduler();
+      await until(ctx, "catch-up", async () => {
+        const left = await liveJobs(cluster.pool, tenant.id);
+        return { ok: left === 0, progress: `${left} of ${backlog} left` };
+      }, 900_000);
+      const { rows } = await cluster.pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM attempts WHERE tenant_id = $1 GROUP BY date_trunc('second', dispatched_at) ORDER BY date_trunc('second', dispatched_at)`,
+        [tenant.id],
+      );
+      // The first and last seconds are partial.
+      const full = rows.slice(1, -1).map((r) => r.n);
+      const all = rows.map((r) => r.n);
+      const result: CatchUpResult = {
+        backlog,
+        capPerSecond: cap,
+        maxPerSecond: Math.max(...all),
+        meanPerSecond: Math.round(full.reduce((a, b) => a + b, 0) / Math.max(1, full.length)),
+        secondsAboveCap: all.filter((n) => n > cap).length,
+        seconds: rows.length,
+      };
+      ctx.log(`  max ${result.maxPerSecond}/s, mean ${result.meanPerSecond}/s over ${result.seconds} s (cap ${cap}/s)`);
+      return result;
+    },
+    { SCHEDULER_DISPATCH_RATE: String(cap) },
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. Scale: the claim with 10,000 and with 1,000,000 scheduled future jobs in the table.
+
+export interface ScaleResult {
+  futureJobs: number;
+  claimP50Ms: number;
+  claimP99Ms: number;
+  schedulerRssMb: number;
+  burnDownJobsPerSecond: number;
+}
+
+export async function scale(ctx: Context, futureCounts: number[], dueJobs: number): Promise<ScaleResult[]> {
+  const results: ScaleResult[] = [];
+  for (const future of futureCounts) {
+    results.push(
+      await withTick(async (cluster) => {
+        ctx.log(`scale: ${future} scheduled future jobs (100 tenants, all shards), then ${dueJobs} due jobs`);
+        const tenants: TickTenant[] = [];
+        for (let i = 0; i < 100; i++) tenants.push(await cluster.createTenant({ maxInFlight: 10_000 }));
+        const perTenant = Math.ceil(future / tenants.length);
+        for (const [i, t] of tenants.entries()) {
+          await cluster.pool.query(
+            `INSERT INTO jobs (id, tenant_id, queue_id, shard, due_at, url, updated_at)
+             SELECT gen_random_uuid(), $1, $2, $3, now() + interval '1 day' + make_interval(secs => g), 'http://127.0.0.1:9/never', now()
+               FROM generate_series(1, $4) AS g`,
+            [t.id, t.queueId, t.shard, perTenant],
+          );
+          if (i % 20 === 19) ctx.log(`  ${((i + 1) * perTenant).toLocaleString("en")} future jobs inserted`);
+        }
+        await cluster.pool.query(`VACUUM ANALYZE jobs`);
+        // The claim statement itself, as the dispatcher runs it (in a transaction, rolled back here), on
+        // 2,000 due jobs of one tenant, before any scheduler runs.
+        const tenant = await cluster.createTenant({ maxInFlight: 10_000 });
+        await cluster.createJobs(tenant, Array.from({ length: 2_000 }, (_, i) => ({ key: `probe-${i}`, url: ctx.sink.url })));
+        const timings: number[] = [];
+        const client = await cluster.pool.connect();
+        try {
+          for (let i = 0; i < 200; i++) {
+            await client.query("BEGIN");
+            const t0 = performance.now();
+            await sql.claimDueJobs(client, { shard: tenant.shard, epoch: "1", tenantId: tenant.id, limit: 100 });
+            timings.push(performance.now() - t0);
+            await client.query("ROLLBACK");
+          }
+        } finally {
+          client.release();
+        }
+        await cluster.pool.query(`DELETE FROM jobs WHERE tenant_id = $1`, [tenant.id]);
+        // Then real work end to end with the future jobs in place.
+        await cluster.startScheduler();
+        await cluster.startWorker();
+        const workTenant = await cluster.createTenant({ maxInFlight: 10_000 });
+        const started = performance.now();
+        await cluster.createJobs(workTenant, Array.from({ length: dueJobs }, (_, i) => ({ key: `s-${i}`, url: ctx.sink.url })));
+        await until(ctx, "scale burn-down", async () => ({ ok: (await liveJobs(cluster.pool, workTenant.id)) === 0, progress: "" }), 600_000);
+        const seconds = (performance.now() - started) / 1000;
+        const memory = await cluster.memory();
+        const r: ScaleResult = {
+          futureJobs: perTenant * tenants.length,
+          claimP50Ms: round(percentile(timings, 50)!),
+          claimP99Ms: round(percentile(timings, 99)!),
+          schedulerRssMb: round((memory["scheduler-1"] ?? 0) / 2 ** 20, 1),
+          burnDownJobsPerSecond: Math.round(dueJobs / seconds),
+        };
+        ctx.log(`  claim of 100: p50 ${r.claimP50Ms} ms, p99 ${r.claimP99Ms} ms; scheduler RSS ${r.schedulerRssMb} MB; ${r.burnDownJobsPerSecond} jobs/s`);
+        return r;
+      }, { SCHEDULER_DISPATCH_RATE: "1000000" }),
+    );
+  }
+  return results;
+}

@@ -1,0 +1,56 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+
+/**
+ * The downstream every system under test calls: answers 200 at once and counts what arrived, by key
+ * (the Idempotency-Key header, or the `key` field of the JSON body for the peers, which send no header).
+ */
+export interface BenchSink {
+  url: string;
+  received(): number;
+  /** Distinct keys seen. */
+  distinct(): number;
+  reset(): void;
+  close(): Promise<void>;
+}
+
+export async function startBenchSink(): Promise<BenchSink> {
+  let count = 0;
+  let keys = new Set<string>();
+  const server = http.createServer((req, res) => {
+    let body = "";
+    req.setEncoding("utf8");
+    req.on("data", (chunk) => (body += chunk));
+    req.on("end", () => {
+      count++;
+      const header = req.headers["idempotency-key"];
+      let key = typeof header === "string" ? header : "";
+      if (!key) {
+        try {
+          key = String((JSON.parse(body) as { key?: unknown }).key ?? "");
+        } catch {
+          key = "";
+        }
+      }
+      if (key) keys.add(key);
+      res.writeHead(200, { "content-type": "application/json" }).end('{"ok":true}');
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/work`,
+    received: () => count,
+    distinct: () => keys.size,
+    reset() {
+      count = 0;
+      keys = new Set();
+    },
+    close: () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
