@@ -1,44 +1,36 @@
 /**
- * A local token bucket: `ratePerSecond` refills continuously up to one second's worth. Used to bound
- * how fast this scheduler releases work (catch-up after an outage, S12; outbox drain, S10).
+ * How fast this scheduler releases work (catch-up after an outage, S12; outbox drain, S10): at most
+ * `ratePerSecond` in any window of one second (a sliding window over what was taken, plus a small margin for
+ * the gap between this process's clock and the database timestamps the release is judged by). A token
+ * bucket holding a second's worth let up to twice the rate through in a second after an idle spell, and
+ * rounds falling unevenly let 10% more through in many calendar seconds.
  */
 export class RateLimiter {
-  private tokens: number;
-  private last: number;
+  private readonly taken: { at: number; n: number }[] = [];
 
   constructor(
     private ratePerSecond: number,
     private readonly now: () => number = () => performance.now(),
-  ) {
-    this.tokens = ratePerSecond;
-    this.last = now();
-  }
+    private readonly marginMs = 50,
+  ) {}
 
   setRate(ratePerSecond: number): void {
-    this.refill();
     this.ratePerSecond = ratePerSecond;
-    this.tokens = Math.min(this.tokens, this.capacity());
   }
 
-  /** Whole tokens available now. */
+  /** Whole units that may be taken now. */
   available(): number {
-    this.refill();
-    return Math.floor(this.tokens);
+    if (this.ratePerSecond <= 0) return 0;
+    // Below 1/s the window stretches so that one unit per 1/rate seconds still gets through.
+    const windowMs = Math.max(1000, 1000 / this.ratePerSecond) + this.marginMs;
+    const limit = Math.max(1, Math.floor((this.ratePerSecond * (windowMs - this.marginMs)) / 1000));
+    const since = this.now() - windowMs;
+    while (this.taken.length > 0 && this.taken[0]!.at <= since) this.taken.shift();
+    const used = this.taken.reduce((sum, t) => sum + t.n, 0);
+    return Math.max(0, limit - used);
   }
 
   take(n: number): void {
-    this.refill();
-    this.tokens -= n;
-  }
-
-  private capacity(): number {
-    // At least one token, so rates below 1/s still make progress.
-    return Math.max(1, this.ratePerSecond);
-  }
-
-  private refill(): void {
-    const t = this.now();
-    this.tokens = Math.min(this.capacity(), this.tokens + ((t - this.last) / 1000) * this.ratePerSecond);
-    this.last = t;
+    if (n > 0) this.taken.push({ at: this.now(), n });
   }
 }
