@@ -131,8 +131,14 @@ describe("startTcpProxy with an echo server", () => {
     const deadPort = (free.address() as net.AddressInfo).port;
     await new Promise((resolve) => free.close(resolve));
 
-    const proxy = await startTcpProxy({ targetHost: "127.0.0.1", targetPort: deadPort });
-    cleanups.push(() => proxy.close());
+    // The OS may hand the just-freed port to the proxy itself, which would then proxy to itself.
+    let proxy = await startTcpProxy({ targetHost: "127.0.0.1", targetPort: deadPort });
+    while (proxy.port === deadPort) {
+      await proxy.close();
+      proxy = await startTcpProxy({ targetHost: "127.0.0.1", targetPort: deadPort });
+    }
+    const started = proxy;
+    cleanups.push(() => started.close());
     const probe = connect(proxy.port);
     expect((await probe.closed).afterMs).toBeLessThan(FAST_MS);
     expect(proxy.connections()).toBe(0);
