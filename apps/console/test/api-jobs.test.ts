@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
+import { createPool, sql } from "@tick/db";
 import { itConformsToOpenApi, jobBody, type TestTenant, useConsole } from "./harness";
 
 const suite = useConsole();
@@ -44,6 +45,42 @@ describe("POST /api/v1/jobs", () => {
     // Keys are per tenant: tenant B may use the same key for its own job.
     const forB = await suite.h.client(b.apiKey).call("createJob", { body: jobBody(), idempotencyKey: "order-1" });
     expect(forB.status).toBe(201);
+  });
+
+  it("keeps replaying a key after its job moved to history, and releases the key once its window has passed", async () => {
+    const client = suite.h.client(suite.a.apiKey);
+    const first = await client.call("createJob", { body: jobBody(), idempotencyKey: "moved-1" });
+    if (!first.ok) throw new Error("expected success");
+    const pool = createPool(suite.h.db.url, { max: 1 });
+    try {
+      // The job ran long ago and the maintenance loop moved it (and its key's job row) out of the hot table.
+      await pool.query(`UPDATE jobs SET status = 'succeeded', finished_at = now() - interval '2 minutes' WHERE id = $1`, [first.body.id]);
+      await sql.ensureHistoryPartitionsFor(pool, [new Date(Date.now() - 120_000).toISOString().slice(0, 10)]);
+      expect(await sql.moveJobsToHistory(pool, [first.body.id])).toMatchObject({ jobs: 1 });
+      expect((await pool.query(`SELECT 1 FROM jobs WHERE id = $1`, [first.body.id])).rowCount).toBe(0);
+
+      const again = await client.call("createJob", { body: jobBody(), idempotencyKey: "moved-1" });
+      expect(again.status).toBe(200);
+      if (!again.ok) throw new Error("expected success");
+      expect(again.body).toMatchObject({ id: first.body.id, status: "succeeded" });
+      const reused = await client.call("createJob", { body: jobBody({ priority: 9 }), idempotencyKey: "moved-1" });
+      expect(reused.status).toBe(422);
+      // The job itself is still readable from history.
+      const read = await client.call("getJob", { params: { id: first.body.id } });
+      expect(read.status).toBe(200);
+
+      // Past the promised window the key is free again: the same request makes a new job.
+      await pool.query(`UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE tenant_id = $1 AND key = 'moved-1'`, [suite.a.id]);
+      const fresh = await client.call("createJob", { body: jobBody(), idempotencyKey: "moved-1" });
+      expect(fresh.status).toBe(201);
+      if (!fresh.ok) throw new Error("expected success");
+      expect(fresh.body.id).not.toBe(first.body.id);
+      const again2 = await client.call("createJob", { body: jobBody(), idempotencyKey: "moved-1" });
+      if (!again2.ok) throw new Error("expected success");
+      expect(again2.body.id).toBe(fresh.body.id);
+    } finally {
+      await pool.end();
+    }
   });
 
   it("converges 20 concurrent identical creates on one job", async () => {

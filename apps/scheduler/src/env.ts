@@ -47,6 +47,16 @@ export const schedulerEnvSchema = z
     SCHEDULER_RECURRENCE_INTERVAL: durationSchema.default(500),
     /** How often each held shard's DLQ replays are tallied, judged and released (S17). */
     SCHEDULER_REPLAY_INTERVAL: durationSchema.default(250),
+    /** How often the maintenance loop moves finished jobs to history and prunes what is past retention. */
+    SCHEDULER_MAINTENANCE_INTERVAL: durationSchema.default(1_000),
+    /** Most rows per maintenance statement (each in its own short transaction). */
+    SCHEDULER_MAINTENANCE_BATCH: positiveInt.max(100_000).default(1_000),
+    /** Finished jobs stay in the hot tables this long, then move to history (day partitions). */
+    TICK_ARCHIVE_AFTER: durationSchema.default(60_000),
+    /** Ceiling on any tenant's retention, in days; history partitions older than this are dropped whole. */
+    TICK_RETENTION_MAX_DAYS: positiveInt.max(3650).default(90),
+    /** Published outbox rows are kept this long before they are deleted. */
+    TICK_OUTBOX_KEEP: durationSchema.default(60_000),
     /** How long occurrence jobs hold their idempotency keys (as the API's TICK_IDEMPOTENCY_TTL). */
     TICK_IDEMPOTENCY_TTL: durationSchema.default(24 * 3_600_000),
     /** Test only: fault points to enable (see packages/runtime/src/fault-points.ts). */

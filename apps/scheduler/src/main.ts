@@ -43,6 +43,13 @@ void runService({
         recurrenceLookaheadMs: env.SCHEDULER_RECURRENCE_LOOKAHEAD,
         recurrenceIntervalMs: env.SCHEDULER_RECURRENCE_INTERVAL,
         replayIntervalMs: env.SCHEDULER_REPLAY_INTERVAL,
+        maintenance: {
+          intervalMs: env.SCHEDULER_MAINTENANCE_INTERVAL,
+          batch: env.SCHEDULER_MAINTENANCE_BATCH,
+          archiveAfterMs: env.TICK_ARCHIVE_AFTER,
+          retentionMaxDays: env.TICK_RETENTION_MAX_DAYS,
+          outboxKeepMs: env.TICK_OUTBOX_KEEP,
+        },
         idempotencyTtlMs: env.TICK_IDEMPOTENCY_TTL,
       },
     });

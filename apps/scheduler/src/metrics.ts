@@ -24,6 +24,19 @@ export function createSchedulerMetrics(registry: Registry) {
     misfires: new Counter({ name: "tick_schedule_misfires_total", help: "Schedule occurrences missed during downtime (then handled by the misfire policy)", labelNames: ["policy"], registers: [registry] }),
     replayReleased: new Counter({ name: "tick_replay_released_total", help: "Dead jobs released by DLQ replays", registers: [registry] }),
     replayAutoPauses: new Counter({ name: "tick_replay_auto_pauses_total", help: "DLQ replays paused automatically because replayed jobs kept failing", registers: [registry] }),
+    maintenanceRows: new Counter({
+      name: "tick_maintenance_rows_total",
+      help: "Rows the maintenance loop moved or deleted (jobs_archived, history_jobs_deleted, outbox_deleted, ...) and partitions created or dropped",
+      labelNames: ["task"],
+      registers: [registry],
+    }),
+    maintenanceBacklog: new Gauge({
+      name: "tick_maintenance_backlog",
+      help: "Rows waiting for the maintenance loop (finished jobs past the archive delay, published outbox rows past their keep time), counted up to 100000",
+      labelNames: ["kind"],
+      registers: [registry],
+    }),
+    maintenanceLastRound: new Gauge({ name: "tick_maintenance_last_round_timestamp_seconds", help: "When the maintenance loop last finished a round", registers: [registry] }),
     shardsHeld: new Gauge({ name: "tick_shards_held", help: "Shard leases this scheduler holds", registers: [registry] }),
   };
 }

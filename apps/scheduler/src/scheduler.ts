@@ -14,6 +14,7 @@ import { ShardLeaseManager, type HeldLease } from "./leases/shard-lease-manager.
 import { createSchedulerMetrics } from "./metrics.js";
 import { OutboxRelay } from "./outbox/outbox-relay.js";
 import { Reaper } from "./reaper/reaper.js";
+import { Maintenance } from "./maintenance/maintenance.js";
 import { Materializer } from "./recurrence/materializer.js";
 import { Replayer } from "./replay/replayer.js";
 
@@ -44,7 +45,19 @@ export interface SchedulerConfig {
   idempotencyTtlMs: number;
   /** How often each held shard's DLQ replays are tallied and released. */
   replayIntervalMs: number;
+  /** Data lifecycle (issue #10); defaults in MAINTENANCE_DEFAULTS. */
+  maintenance?: Partial<typeof MAINTENANCE_DEFAULTS>;
 }
+
+export const MAINTENANCE_DEFAULTS = {
+  intervalMs: 1_000,
+  archiveAfterMs: 60_000,
+  batch: 1_000,
+  maxBatchesPerRound: 10,
+  retentionMaxDays: 90,
+  outboxKeepMs: 60_000,
+  partitionsAheadDays: 3,
+};
 
 export interface SchedulerDeps {
   pool: pg.Pool;
@@ -166,6 +179,9 @@ export function createScheduler(deps: SchedulerDeps) {
     () => breakers.openDependencies(),
   );
 
+  const maintenanceConfig = { ...MAINTENANCE_DEFAULTS, ...config.maintenance };
+  const maintenance = new Maintenance(pool, { holder: config.id, ...maintenanceConfig }, logger, metrics);
+
   let held: HeldLease[] = [];
   const leaseTick = async () => {
     held = await leases.tick();
@@ -204,6 +220,15 @@ export function createScheduler(deps: SchedulerDeps) {
     for (const lease of held) if (open.has(lease.shard)) released += (await replayer.runShard(lease)).released;
     return released;
   };
+  const maintainOnce = async () => {
+    const results = [];
+    for (const lease of held) results.push(await maintenance.runShard(lease));
+    // The deployment-wide part: whoever holds the lowest shard (one scheduler at a time, fenced).
+    const lowest = held.find((l) => l.shard === 0);
+    if (lowest) await maintenance.runGlobal(lowest);
+    metrics.maintenanceLastRound.set(Date.now() / 1000);
+    return results;
+  };
   const reapOnce = async () => {
     const results = [];
     for (const lease of held) results.push(await reaper.runShard(lease));
@@ -217,7 +242,8 @@ export function createScheduler(deps: SchedulerDeps) {
   const reconcileLoop = new Loop("reconcile", config.reconcileIntervalMs, reconcileOnce, logger);
   const recurrenceLoop = new Loop("recurrence", config.recurrenceIntervalMs, materializeOnce, logger);
   const replayLoop = new Loop("replay", config.replayIntervalMs, replayOnce, logger);
-  const loops = [leaseLoop, dispatchLoop, relayLoop, reaperLoop, reconcileLoop, recurrenceLoop, replayLoop];
+  const maintenanceLoop = new Loop("maintenance", maintenanceConfig.intervalMs, maintainOnce, logger);
+  const loops = [leaseLoop, dispatchLoop, relayLoop, reaperLoop, reconcileLoop, recurrenceLoop, replayLoop, maintenanceLoop];
 
   return {
     metrics,
@@ -230,6 +256,7 @@ export function createScheduler(deps: SchedulerDeps) {
     reconcileOnce,
     materializeOnce,
     replayOnce,
+    maintainOnce,
     dueIndex,
     async init() {
       await leases.init();

@@ -44,7 +44,7 @@ async function createJobs(t: Tenant, n: number, url: string): Promise<void> {
   }
 }
 
-const count = async (status: string) => (await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs WHERE status = $1`, [status])).rows[0]!.n;
+const count = async (status: string) => (await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM history.jobs_all WHERE status = $1`, [status])).rows[0]!.n;
 const replayRow = async (id: string) => (await w.pool.query<sql.ReplayRow>(`SELECT * FROM dlq_replays WHERE id = $1`, [id])).rows[0]!;
 
 function startReplay(t: Tenant, ratePerSecond: number, failureWindow = 20) {
@@ -106,7 +106,7 @@ describe("DLQ replay (real processes)", () => {
       // The replayed attempts, measured where the work starts.
       const { rows } = await w.pool.query<{ started_ms: number; due_ms: number; priority: number }>(
         `SELECT (extract(epoch FROM a.started_at) * 1000)::float8 AS started_ms, (extract(epoch FROM j.due_at) * 1000)::float8 AS due_ms, j.priority
-           FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE a.fencing_token > 1 AND a.started_at IS NOT NULL ORDER BY a.started_at`,
+           FROM history.attempts_all a JOIN history.jobs_all j ON j.id = a.job_id WHERE a.fencing_token > 1 AND a.started_at IS NOT NULL ORDER BY a.started_at`,
       );
       expect(rows).toHaveLength(n);
       // No replayed attempt started before its due slot (a requeued one has a later slot).

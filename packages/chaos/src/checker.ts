@@ -32,11 +32,11 @@ export interface Verdict {
  */
 async function explainLag(pool: pg.Pool, op: Op, lag: number, deliveredAt: number): Promise<string> {
   const { rows } = await pool.query<{ to_dispatch: number | null; to_publish: number | null; to_start: number | null; attempts: number }>(
-    `SELECT (SELECT extract(epoch FROM min(a.dispatched_at) - j.created_at) * 1000 FROM attempts a WHERE a.job_id = j.id) AS to_dispatch,
+    `SELECT (SELECT extract(epoch FROM min(a.dispatched_at) - j.created_at) * 1000 FROM history.attempts_all a WHERE a.job_id = j.id) AS to_dispatch,
             (SELECT extract(epoch FROM min(o.published_at) - j.created_at) * 1000 FROM outbox o WHERE o.job_id = j.id AND o.kind = 'dispatch') AS to_publish,
-            (SELECT extract(epoch FROM min(a.started_at) - j.created_at) * 1000 FROM attempts a WHERE a.job_id = j.id) AS to_start,
-            (SELECT count(*)::int FROM attempts a WHERE a.job_id = j.id) AS attempts
-       FROM jobs j WHERE j.id = $1`,
+            (SELECT extract(epoch FROM min(a.started_at) - j.created_at) * 1000 FROM history.attempts_all a WHERE a.job_id = j.id) AS to_start,
+            (SELECT count(*)::int FROM history.attempts_all a WHERE a.job_id = j.id) AS attempts
+       FROM history.jobs_all j WHERE j.id = $1`,
     [op.jobId],
   );
   const r = rows[0];
@@ -75,9 +75,9 @@ export async function checkInvariants(args: {
   const { pool, sink, ops } = args;
   const violations: string[] = [];
   const { rows: jobs } = await pool.query<{ id: string; status: string; idempotency_key: string | null; schedule_id: string | null; fencing_token: string }>(
-    `SELECT id, status, idempotency_key, schedule_id, fencing_token::text FROM jobs`,
+    `SELECT id, status, idempotency_key, schedule_id, fencing_token::text FROM history.jobs_all`,
   );
-  const { rows: attempts } = await pool.query<{ id: string; job_id: string; status: string; fencing_token: string }>(`SELECT id, job_id, status, fencing_token::text FROM attempts`);
+  const { rows: attempts } = await pool.query<{ id: string; job_id: string; status: string; fencing_token: string }>(`SELECT id, job_id, status, fencing_token::text FROM history.attempts_all`);
   const jobById = new Map(jobs.map((j) => [j.id, j]));
   const jobsByKey = new Map<string, typeof jobs>();
   for (const j of jobs) if (j.idempotency_key) jobsByKey.set(j.idempotency_key, [...(jobsByKey.get(j.idempotency_key) ?? []), j]);
@@ -182,7 +182,7 @@ export async function checkInvariants(args: {
   if (args.dstTransition) {
     const { at, zone, scheduleEverySeconds } = args.dstTransition;
     const { rows: occ } = await pool.query<{ ms: string }>(
-      `SELECT (extract(epoch FROM occurrence_at) * 1000)::bigint::text AS ms FROM jobs WHERE schedule_id IS NOT NULL ORDER BY occurrence_at`,
+      `SELECT (extract(epoch FROM occurrence_at) * 1000)::bigint::text AS ms FROM history.jobs_all WHERE schedule_id IS NOT NULL ORDER BY occurrence_at`,
     );
     const times = occ.map((o) => Number(o.ms));
     const row: PhaseRow = {
@@ -200,7 +200,7 @@ export async function checkInvariants(args: {
       const gap = times[i]! - times[i - 1]!;
       if (gap > scheduleEverySeconds * 1_000) {
         row.lost += gap / (scheduleEverySeconds * 1_000) - 1;
-        const after = await pool.query<{ metadata: unknown; created_at: Date }>(`SELECT metadata, created_at FROM jobs WHERE schedule_id IS NOT NULL AND occurrence_at = $1`, [new Date(times[i]!)]);
+        const after = await pool.query<{ metadata: unknown; created_at: Date }>(`SELECT metadata, created_at FROM history.jobs_all WHERE schedule_id IS NOT NULL AND occurrence_at = $1`, [new Date(times[i]!)]);
         violations.push(
           `schedule: no occurrence between ${new Date(times[i - 1]!).toISOString()} and ${new Date(times[i]!).toISOString()} ` +
             `(the next one was created at ${after.rows[0]?.created_at.toISOString()} with metadata ${JSON.stringify(after.rows[0]?.metadata)})`,
@@ -229,7 +229,8 @@ export async function checkInvariants(args: {
     dueButUndispatched: await one(`SELECT count(*) AS n FROM jobs WHERE status = 'scheduled' AND due_at < now() - interval '3 seconds'`),
     stuckInFlight: await one(`SELECT count(*) AS n FROM jobs WHERE status IN ('dispatched', 'running')`),
     staleSchedulerWritesRefused: await one(`SELECT coalesce(sum(stale_writes_rejected), 0) AS n FROM shard_leases`),
-    lateCompletionsRefused: await one(`SELECT coalesce(sum(late_completions), 0) AS n FROM attempts`),
+    lateCompletionsRefused: await one(`SELECT coalesce(sum(late_completions), 0) AS n FROM history.attempts_all`),
+    jobsMovedToHistory: await one(`SELECT count(*) AS n FROM history.jobs`),
     shardEpochMax: await one(`SELECT coalesce(max(epoch), 0) AS n FROM shard_leases`),
     scheduleOccurrences: occurrenceJobs.length,
     deliveries: sink.deliveries.length,

@@ -28,6 +28,9 @@ const FAST = {
   SCHEDULER_PUBLISH_TIMEOUT: "2s",
   SCHEDULER_RECURRENCE_LOOKAHEAD: "1s",
   SCHEDULER_RECURRENCE_INTERVAL: "250ms",
+  // Finished jobs move to history within seconds, so the moves run under every fault too.
+  TICK_ARCHIVE_AFTER: "3s",
+  TICK_OUTBOX_KEEP: "3s",
   WORKER_LEASE_TTL: "3s",
   WORKER_HEARTBEAT_INTERVAL: "1s",
   WORKER_SHUTDOWN_GRACE: "3s",

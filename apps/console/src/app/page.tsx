@@ -27,6 +27,7 @@ async function TenantDashboard({ tenantId }: { tenantId: string }) {
     <div className="grid gap-6 md:grid-cols-3">
       <section className="rounded-xl border border-slate-200 bg-white p-5 md:col-span-2">
         <h2 className="mb-4 font-medium">Jobs by status</h2>
+        <p className="-mt-3 mb-4 text-xs text-slate-500">Live jobs, the DLQ, and jobs finished in the last 24 hours.</p>
         <StatusBars counts={overview.jobsByStatus} />
       </section>
       <section className="space-y-4 rounded-xl border border-slate-200 bg-white p-5">

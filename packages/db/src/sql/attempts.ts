@@ -1,6 +1,7 @@
 // Worker-side hot path (S1, S5, S7, S15): start an attempt under a lease, renew it, complete it.
 // Each is one conditional statement; a lost race is a normal result (null / false), not an error.
 import type pg from "pg";
+import { ATTEMPTS_ALL, JOBS_ALL } from "./lifecycle.js";
 import { inTransaction, type Queryable } from "./types.js";
 import { jobWebhookCtes } from "./webhooks.js";
 
@@ -144,7 +145,7 @@ class AttemptNotPending extends Error {}
 export async function explainUnstartable(db: Queryable, attemptId: string, jobId: string, version: number): Promise<string> {
   const { rows } = await db.query<{ job_status: string | null; job_version: number | null; current: string | null; attempt_status: string | null }>(
     `SELECT j.status AS job_status, j.version AS job_version, j.current_attempt_id AS current, a.status AS attempt_status
-       FROM (SELECT 1) one LEFT JOIN jobs j ON j.id = $2 LEFT JOIN attempts a ON a.id = $1`,
+       FROM (SELECT 1) one LEFT JOIN ${JOBS_ALL} j ON j.id = $2 LEFT JOIN ${ATTEMPTS_ALL} a ON a.id = $1`,
     [attemptId, jobId],
   );
   const r = rows[0];

@@ -10,3 +10,4 @@ export * from "./webhooks.js";
 export * from "./schedules.js";
 export * from "./replays.js";
 export * from "./clock.js";
+export * from "./lifecycle.js";

@@ -1,5 +1,6 @@
 // Hot-path SQL for jobs: one function per statement, named after what it does. Every statement is
 // scoped by tenant_id; every state change is conditional on the expected status and bumps version.
+import { ATTEMPTS_ALL, JOBS_ALL } from "./lifecycle.js";
 import type { Queryable } from "./types.js";
 
 export interface JobRow {
@@ -65,9 +66,10 @@ export interface NewJob {
 }
 
 /**
- * Inserts jobs in one statement. A row whose idempotency key is already held by the tenant is skipped
- * (ON CONFLICT DO NOTHING waits for a concurrent insert of the same key to commit or abort, so
- * concurrent identical requests converge on one row). Returns the rows actually inserted.
+ * Inserts jobs in one statement. A job whose idempotency key the tenant already holds is skipped: the
+ * key is taken in `idempotency_keys` by the same statement (ON CONFLICT DO NOTHING waits for a concurrent
+ * insert of the same key to commit or abort, so concurrent identical requests converge on one job), and
+ * it keeps holding after the job moves to history. Returns the rows actually inserted.
  */
 export async function insertJobs(
   db: Queryable,
@@ -76,7 +78,19 @@ export async function insertJobs(
   idempotencyTtlMs: number,
 ): Promise<JobRow[]> {
   const { rows } = await db.query<JobRow>(
-    `INSERT INTO jobs (id, tenant_id, queue_id, shard, status, version, due_at, expires_at, priority,
+    `WITH x AS (
+       SELECT * FROM jsonb_to_recordset($3::jsonb) AS x(
+              id uuid, queue_id uuid, run_at timestamptz, delay_ms bigint, expires_at timestamptz, priority int,
+              idempotency_key text, request_hash text, method text, url text, headers jsonb, body text,
+              timeout_ms int, max_attempts int, backoff jsonb, dependency_key text, callback_url text, metadata jsonb)
+     ), keys AS (
+       INSERT INTO idempotency_keys (tenant_id, key, job_id, request_hash, expires_at)
+       SELECT $1, x.idempotency_key, x.id, x.request_hash, now() + make_interval(secs => $4 / 1000.0)
+         FROM x WHERE x.idempotency_key IS NOT NULL
+       ON CONFLICT (tenant_id, key) DO NOTHING
+       RETURNING job_id
+     )
+     INSERT INTO jobs (id, tenant_id, queue_id, shard, status, version, due_at, expires_at, priority,
                        idempotency_key, request_hash, idempotency_expires_at, method, url, headers, body,
                        timeout_ms, max_attempts, backoff, dependency_key, callback_url, metadata, updated_at)
      SELECT x.id, $1, x.queue_id, $2, 'scheduled', 1,
@@ -85,11 +99,7 @@ export async function insertJobs(
             CASE WHEN x.idempotency_key IS NULL THEN NULL ELSE now() + make_interval(secs => $4 / 1000.0) END,
             x.method, x.url, x.headers, x.body, x.timeout_ms, x.max_attempts, x.backoff, x.dependency_key,
             x.callback_url, x.metadata, now()
-       FROM jsonb_to_recordset($3::jsonb) AS x(
-              id uuid, queue_id uuid, run_at timestamptz, delay_ms bigint, expires_at timestamptz, priority int,
-              idempotency_key text, request_hash text, method text, url text, headers jsonb, body text,
-              timeout_ms int, max_attempts int, backoff jsonb, dependency_key text, callback_url text, metadata jsonb)
-     ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
+       FROM x WHERE x.idempotency_key IS NULL OR x.id IN (SELECT job_id FROM keys)
      RETURNING *`,
     [tenant.id, tenant.shard, JSON.stringify(jobs), idempotencyTtlMs],
   );
@@ -98,22 +108,24 @@ export async function insertJobs(
 
 /**
  * Frees idempotency keys whose promised window has passed, so a new job may take them. Runs in the
- * creating transaction, before the insert.
+ * creating transaction, before the insert (the maintenance loop also releases them in batches).
  */
 export async function releaseExpiredIdempotencyKeys(db: Queryable, tenantId: string, keys: string[]): Promise<number> {
   if (keys.length === 0) return 0;
   const { rowCount } = await db.query(
-    `UPDATE jobs SET idempotency_key = NULL
-      WHERE tenant_id = $1 AND idempotency_key = ANY($2::text[]) AND idempotency_expires_at <= now()`,
+    `DELETE FROM idempotency_keys WHERE tenant_id = $1 AND key = ANY($2::text[]) AND expires_at <= now()`,
     [tenantId, keys],
   );
   return rowCount ?? 0;
 }
 
+/** The jobs holding these keys (live or in history), with the key and request hash they were created with. */
 export async function findJobsByIdempotencyKeys(db: Queryable, tenantId: string, keys: string[]): Promise<JobRow[]> {
   if (keys.length === 0) return [];
   const { rows } = await db.query<JobRow>(
-    `SELECT * FROM jobs WHERE tenant_id = $1 AND idempotency_key = ANY($2::text[])`,
+    `SELECT j.*, k.key AS idempotency_key, k.request_hash AS request_hash
+       FROM idempotency_keys k JOIN ${JOBS_ALL} j ON j.id = k.job_id AND j.tenant_id = k.tenant_id
+      WHERE k.tenant_id = $1 AND k.key = ANY($2::text[])`,
     [tenantId, keys],
   );
   return rows;
@@ -135,7 +147,7 @@ export async function countPendingJobs(db: Queryable, tenantId: string, limit: n
 
 export async function findJob(db: Queryable, tenantId: string, jobId: string): Promise<JobRow | null> {
   const { rows } = await db.query<JobRow>(
-    `SELECT j.*, q.name AS queue_name FROM jobs j JOIN queues q ON q.id = j.queue_id WHERE j.tenant_id = $1 AND j.id = $2`,
+    `SELECT j.*, q.name AS queue_name FROM ${JOBS_ALL} j JOIN queues q ON q.id = j.queue_id WHERE j.tenant_id = $1 AND j.id = $2`,
     [tenantId, jobId],
   );
   return rows[0] ?? null;
@@ -188,10 +200,13 @@ export interface ListJobsFilter {
   limit: number;
 }
 
-/** Newest first, keyset-paginated on (created_at, id) so deep pages cost the same as the first. */
+/**
+ * Newest first, keyset-paginated on (created_at, id) so deep pages cost the same as the first; live jobs
+ * and history together (a merge of the listing indexes of both).
+ */
 export async function listJobs(db: Queryable, tenantId: string, f: ListJobsFilter): Promise<JobRow[]> {
   const { rows } = await db.query<JobRow>(
-    `SELECT j.*, q.name AS queue_name FROM jobs j JOIN queues q ON q.id = j.queue_id
+    `SELECT j.*, q.name AS queue_name FROM ${JOBS_ALL} j JOIN queues q ON q.id = j.queue_id
       WHERE j.tenant_id = $1
         AND ($2::job_status[] IS NULL OR j.status = ANY($2::job_status[]))
         AND ($3::text IS NULL OR q.name = $3)
@@ -235,7 +250,7 @@ export interface AttemptRow {
 
 export async function listAttempts(db: Queryable, tenantId: string, jobId: string): Promise<AttemptRow[]> {
   const { rows } = await db.query<AttemptRow>(
-    `SELECT * FROM attempts WHERE tenant_id = $1 AND job_id = $2 ORDER BY number`,
+    `SELECT * FROM ${ATTEMPTS_ALL} WHERE tenant_id = $1 AND job_id = $2 ORDER BY number`,
     [tenantId, jobId],
   );
   return rows;
@@ -291,8 +306,26 @@ export async function listDeadJobs(db: Queryable, tenantId: string, f: DeadJobsF
 export async function listAttemptsOfJobs(db: Queryable, tenantId: string, jobIds: string[]): Promise<AttemptRow[]> {
   if (jobIds.length === 0) return [];
   const { rows } = await db.query<AttemptRow>(
-    `SELECT * FROM attempts WHERE tenant_id = $1 AND job_id = ANY($2::uuid[]) ORDER BY job_id, number`,
+    `SELECT * FROM ${ATTEMPTS_ALL} WHERE tenant_id = $1 AND job_id = ANY($2::uuid[]) ORDER BY job_id, number`,
     [tenantId, jobIds],
+  );
+  return rows;
+}
+
+/**
+ * A tenant's jobs by status for the dashboard: every live job and every dead job still in the DLQ, and
+ * the jobs that finished otherwise in the last `windowHours` (live or already in history).
+ */
+export async function countJobsByStatus(db: Queryable, tenantId: string, windowHours: number): Promise<{ status: JobRow["status"]; n: number }[]> {
+  const { rows } = await db.query<{ status: JobRow["status"]; n: number }>(
+    `SELECT status, count(*)::int AS n FROM (
+       SELECT status FROM jobs
+        WHERE tenant_id = $1 AND (finished_at IS NULL OR status = 'dead' OR finished_at > now() - make_interval(hours => $2))
+       UNION ALL
+       SELECT status FROM history.jobs
+        WHERE tenant_id = $1 AND finished_at > now() - make_interval(hours => $2) AND status <> 'dead'
+     ) s GROUP BY status`,
+    [tenantId, windowHours],
   );
   return rows;
 }

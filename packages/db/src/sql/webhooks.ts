@@ -123,9 +123,10 @@ export async function recordDeliveryTry(
         RETURNING id, tenant_id, job_id, attempts, status
      )
      INSERT INTO outbox (kind, shard, tenant_id, job_id, payload, available_at)
-     SELECT 'webhook', j.shard, d.tenant_id, d.job_id, jsonb_build_object('deliveryId', d.id, 'try', d.attempts + 1),
+     SELECT 'webhook', t.shard, d.tenant_id, d.job_id, jsonb_build_object('deliveryId', d.id, 'try', d.attempts + 1),
             now() + make_interval(secs => $5 / 1000.0)
-       FROM d JOIN jobs j ON j.id = d.job_id
+       -- the tenant's shard (the job's, fixed at creation): the job may have moved to history by now
+       FROM d JOIN tenants t ON t.id = d.tenant_id
       WHERE d.status = 'pending'`,
     [deliveryId, result.status, result.error, result.delivered, result.retryInMs],
   );

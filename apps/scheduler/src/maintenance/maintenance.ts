@@ -1,0 +1,118 @@
+import type pg from "pg";
+import { sql } from "@tick/db";
+import type { Logger } from "@tick/runtime";
+import { withShardFence } from "../leases/shard-fence.js";
+import type { HeldLease } from "../leases/shard-lease-manager.js";
+import type { SchedulerMetrics } from "../metrics.js";
+
+export interface MaintenanceConfig {
+  holder: string;
+  /** Finished jobs (succeeded, cancelled, expired) stay in the hot table this long before moving to history. */
+  archiveAfterMs: number;
+  /** Most rows per statement (and per transaction). */
+  batch: number;
+  /** Most batches per shard per round, so one round stays short whatever the backlog. */
+  maxBatchesPerRound: number;
+  /** Deployment-wide ceiling on any tenant's retention; history partitions older than this are dropped. */
+  retentionMaxDays: number;
+  /** Published outbox rows are kept this long (for inspection) before they are deleted. */
+  outboxKeepMs: number;
+  /** History partitions created ahead of time, in days. */
+  partitionsAheadDays: number;
+}
+
+export interface MaintenanceResult {
+  archivedJobs: number;
+  archivedAttempts: number;
+  prunedJobs: number;
+  fenced: boolean;
+}
+
+/**
+ * The data lifecycle (issue #10), a scheduler loop like the others: per held shard and fenced by its
+ * lease, finished jobs and their attempts move from the hot tables into day-partitioned history, and
+ * history past the tenant's retention is deleted in bounded batches. The holder of the lowest shard also
+ * does the deployment-wide part: history partitions ahead and behind (dropped whole past the retention
+ * ceiling), expired idempotency keys, published outbox rows and old webhook deliveries. Every statement
+ * touches at most `batch` rows, in its own short transaction, with SKIP LOCKED, so it never holds up
+ * dispatch.
+ */
+export class Maintenance {
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly config: MaintenanceConfig,
+    private readonly logger: Logger,
+    private readonly metrics: SchedulerMetrics,
+  ) {}
+
+  private fence<T>(lease: HeldLease, fn: (client: pg.PoolClient) => Promise<T>) {
+    return withShardFence(this.pool, this.config.holder, lease, fn, (stale) =>
+      this.metrics.staleWrites.inc({ shard: String(stale.shard), component: "maintenance" }),
+    );
+  }
+
+  private count(task: string, n: number): void {
+    if (n > 0) this.metrics.maintenanceRows.inc({ task }, n);
+  }
+
+  /** One shard: move finished jobs to history, then prune its tenants' expired history. */
+  async runShard(lease: HeldLease): Promise<MaintenanceResult> {
+    const { batch } = this.config;
+    const result: MaintenanceResult = { archivedJobs: 0, archivedAttempts: 0, prunedJobs: 0, fenced: false };
+    for (let round = 0; round < this.config.maxBatchesPerRound; round++) {
+      const moved = await this.fence(lease, async (client) => {
+        const picked = await sql.lockArchivableJobs(client, lease.shard, this.config.archiveAfterMs, batch);
+        if (picked.length === 0) return { jobs: 0, attempts: 0, partitions: 0 };
+        const partitions = await sql.ensureHistoryPartitionsFor(client, picked.map((p) => p.day));
+        return { ...(await sql.moveJobsToHistory(client, picked.map((p) => p.id))), partitions };
+      });
+      if (!moved.ok) return { ...result, fenced: true };
+      result.archivedJobs += moved.value.jobs;
+      result.archivedAttempts += moved.value.attempts;
+      this.count("partitions_created", moved.value.partitions);
+      if (moved.value.jobs < batch) break;
+    }
+    for (let round = 0; round < this.config.maxBatchesPerRound; round++) {
+      const pruned = await this.fence(lease, (client) => sql.pruneHistoryOfShard(client, lease.shard, this.config.retentionMaxDays, batch));
+      if (!pruned.ok) return { ...result, fenced: true };
+      result.prunedJobs += pruned.value.jobs;
+      this.count("history_attempts_deleted", pruned.value.attempts);
+      if (pruned.value.jobs < batch) break;
+    }
+    this.count("jobs_archived", result.archivedJobs);
+    this.count("attempts_archived", result.archivedAttempts);
+    this.count("history_jobs_deleted", result.prunedJobs);
+    return result;
+  }
+
+  /** The deployment-wide part, run by the holder of the lowest shard, fenced by that shard's lease. */
+  async runGlobal(lease: HeldLease): Promise<{ fenced: boolean }> {
+    const { batch, retentionMaxDays } = this.config;
+    const steps: [string, (client: pg.PoolClient) => Promise<number>][] = [
+      ["partitions_created", (c) => sql.ensureHistoryPartitions(c, 1, this.config.partitionsAheadDays)],
+      [
+        "partitions_dropped",
+        async (c) => {
+          const dropped = await sql.dropExpiredHistoryPartitions(c, retentionMaxDays);
+          if (dropped.length) this.logger.info({ dropped }, "dropped history partitions past the retention ceiling");
+          return dropped.length;
+        },
+      ],
+      ["idempotency_keys_released", (c) => sql.pruneIdempotencyKeys(c, batch)],
+      ["outbox_deleted", (c) => sql.prunePublishedOutbox(c, this.config.outboxKeepMs, batch)],
+      ["webhook_deliveries_deleted", (c) => sql.pruneWebhookDeliveries(c, retentionMaxDays, batch)],
+    ];
+    for (const [task, step] of steps) {
+      for (let round = 0; round < this.config.maxBatchesPerRound; round++) {
+        const done = await this.fence(lease, step);
+        if (!done.ok) return { fenced: true };
+        this.count(task, done.value);
+        if (task.startsWith("partitions") || done.value < batch) break;
+      }
+    }
+    const backlog = await sql.maintenanceBacklog(this.pool, this.config.archiveAfterMs, 100_000);
+    this.metrics.maintenanceBacklog.set({ kind: "jobs_to_archive" }, backlog.archivable);
+    this.metrics.maintenanceBacklog.set({ kind: "published_outbox" }, backlog.publishedOutbox);
+    return { fenced: false };
+  }
+}

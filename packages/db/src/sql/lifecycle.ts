@@ -1,0 +1,178 @@
+// Data lifecycle (issue #10): finished work leaves the hot tables, history is dropped by partition, and
+// what is left to prune is pruned in bounded batches. The scheduler's maintenance loop runs these, each
+// inside a fenced transaction like every other scheduler write (see docs/architecture.md, "Data lifecycle").
+import type { Queryable } from "./types.js";
+
+/** Every job, live or moved to history: reads that may meet a finished job use this view. */
+export const JOBS_ALL = "history.jobs_all";
+/** Every attempt, live or moved to history. */
+export const ATTEMPTS_ALL = "history.attempts_all";
+
+const NOT_HELD_BY_A_REPLAY = `NOT EXISTS (SELECT 1 FROM dlq_replay_items i WHERE i.job_id = j.id AND i.outcome IS NULL)`;
+
+/**
+ * Finished jobs of a shard due to leave the hot table, oldest first, locked (SKIP LOCKED: a job someone
+ * else is changing waits for the next round): succeeded, cancelled and expired jobs finished more than
+ * `graceMs` ago, and dead jobs past their tenant's DLQ retention. A job an unsettled DLQ replay still
+ * watches stays until the replay has recorded its outcome.
+ */
+export async function lockArchivableJobs(db: Queryable, shard: number, graceMs: number, batch: number): Promise<{ id: string; day: string }[]> {
+  const { rows } = await db.query<{ id: string; day: string }>(
+    `WITH done AS (
+       SELECT j.id, j.finished_at FROM jobs j
+        WHERE j.shard = $1 AND j.status IN ('succeeded', 'cancelled', 'expired')
+          AND j.finished_at < now() - make_interval(secs => $2 / 1000.0) AND ${NOT_HELD_BY_A_REPLAY}
+        ORDER BY j.finished_at LIMIT $3 FOR UPDATE OF j SKIP LOCKED
+     ), dead AS (
+       SELECT j.id, j.finished_at FROM jobs j JOIN tenants t ON t.id = j.tenant_id
+        WHERE j.shard = $1 AND j.status = 'dead'
+          AND j.finished_at < now() - make_interval(days => 1)
+          AND j.finished_at < now() - make_interval(days => t.dlq_retention_days) AND ${NOT_HELD_BY_A_REPLAY}
+        ORDER BY j.finished_at LIMIT $3 FOR UPDATE OF j SKIP LOCKED
+     )
+     SELECT id, to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day FROM (SELECT * FROM done UNION ALL SELECT * FROM dead) x`,
+    [shard, graceMs, batch],
+  );
+  return rows.slice(0, batch);
+}
+
+/** Creates the day partitions of history for these UTC days ("YYYY-MM-DD") if missing. */
+export async function ensureHistoryPartitionsFor(db: Queryable, days: string[]): Promise<number> {
+  let created = 0;
+  for (const day of new Set(days)) {
+    const { rows } = await db.query<{ n: number }>(`SELECT history.ensure_partitions($1::date, 1) AS n`, [day]);
+    created += rows[0]!.n;
+  }
+  return created;
+}
+
+/**
+ * Creates history's day partitions from `daysBack` days ago to `daysAhead` days ahead (UTC), so the
+ * moves of the coming days never wait for DDL. Two schedulers creating the same partition at once: the
+ * loser's error is a no-op (the partition exists), reported as 0 created.
+ */
+export async function ensureHistoryPartitions(db: Queryable, daysBack: number, daysAhead: number): Promise<number> {
+  try {
+    const { rows } = await db.query<{ n: number }>(
+      `SELECT history.ensure_partitions(((now() AT TIME ZONE 'UTC')::date - $1::int), $1::int + $2::int + 1) AS n`,
+      [daysBack, daysAhead],
+    );
+    return rows[0]!.n;
+  } catch (err) {
+    if (["42P07", "23505"].includes((err as { code?: string }).code ?? "")) return 0;
+    throw err;
+  }
+}
+
+/**
+ * Moves jobs (locked by lockArchivableJobs in this transaction) and all their attempts from the hot
+ * tables into history, in one statement: they are in exactly one place at every instant any reader
+ * can see. Returns the jobs and attempts moved.
+ */
+export async function moveJobsToHistory(db: Queryable, jobIds: string[]): Promise<{ jobs: number; attempts: number }> {
+  if (jobIds.length === 0) return { jobs: 0, attempts: 0 };
+  const { rows } = await db.query<{ jobs: number; attempts: number }>(
+    `WITH moved AS (
+       DELETE FROM jobs WHERE id = ANY($1::uuid[]) AND finished_at IS NOT NULL
+         AND status IN ('succeeded', 'cancelled', 'expired', 'dead')
+       RETURNING *
+     ), moved_attempts AS (
+       DELETE FROM attempts a USING moved m WHERE a.job_id = m.id RETURNING a.*, m.finished_at AS job_finished_at
+     ), kept_attempts AS (
+       INSERT INTO history.attempts SELECT * FROM moved_attempts RETURNING 1
+     ), kept_jobs AS (
+       INSERT INTO history.jobs SELECT * FROM moved RETURNING 1
+     )
+     SELECT (SELECT count(*) FROM kept_jobs)::int AS jobs, (SELECT count(*) FROM kept_attempts)::int AS attempts`,
+    [jobIds],
+  );
+  return rows[0]!;
+}
+
+/**
+ * Deletes history of the shard's tenants older than each tenant's retention (capped at `maxDays`), at
+ * most `batch` jobs with their attempts. A job whose idempotency key is still inside its promised window
+ * is kept, so a replay of the request still finds it.
+ */
+export async function pruneHistoryOfShard(db: Queryable, shard: number, maxDays: number, batch: number): Promise<{ jobs: number; attempts: number }> {
+  const { rows } = await db.query<{ jobs: number; attempts: number }>(
+    `WITH expired AS (
+       SELECT h.id, h.finished_at FROM tenants t
+        CROSS JOIN LATERAL (
+          SELECT h.id, h.finished_at FROM history.jobs h
+           WHERE h.tenant_id = t.id AND h.finished_at < now() - make_interval(days => LEAST(t.retention_days, $2))
+             AND (h.idempotency_expires_at IS NULL OR h.idempotency_expires_at <= now())
+           LIMIT $3
+        ) h
+        WHERE t.shard = $1
+        LIMIT $3
+     ), gone_attempts AS (
+       DELETE FROM history.attempts a USING expired e WHERE a.job_id = e.id AND a.job_finished_at = e.finished_at RETURNING 1
+     ), gone AS (
+       DELETE FROM history.jobs h USING expired e WHERE h.id = e.id AND h.finished_at = e.finished_at RETURNING 1
+     )
+     SELECT (SELECT count(*) FROM gone)::int AS jobs, (SELECT count(*) FROM gone_attempts)::int AS attempts`,
+    [shard, maxDays, batch],
+  );
+  return rows[0]!;
+}
+
+/** Drops history's day partitions that hold nothing younger than `maxDays` (every tenant's retention). */
+export async function dropExpiredHistoryPartitions(db: Queryable, maxDays: number): Promise<string[]> {
+  const { rows } = await db.query<{ name: string }>(
+    `SELECT history.drop_partitions_before(now() - make_interval(days => $1)) AS name`,
+    [maxDays],
+  );
+  return rows.map((r) => r.name);
+}
+
+/** Releases idempotency keys whose promised window has passed (at most `batch`). */
+export async function pruneIdempotencyKeys(db: Queryable, batch: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM idempotency_keys k USING (
+       SELECT tenant_id, key FROM idempotency_keys WHERE expires_at <= now() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED
+     ) x WHERE k.tenant_id = x.tenant_id AND k.key = x.key`,
+    [batch],
+  );
+  return rowCount ?? 0;
+}
+
+/** Deletes outbox rows published more than `graceMs` ago (at most `batch`, oldest first). */
+export async function prunePublishedOutbox(db: Queryable, graceMs: number, batch: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM outbox o USING (
+       SELECT id FROM outbox WHERE published_at < now() - make_interval(secs => $1 / 1000.0) ORDER BY id LIMIT $2
+     ) x WHERE o.id = x.id`,
+    [graceMs, batch],
+  );
+  return rowCount ?? 0;
+}
+
+/** Deletes delivered and failed webhook deliveries older than their tenant's retention (at most `batch`). */
+export async function pruneWebhookDeliveries(db: Queryable, maxDays: number, batch: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM webhook_deliveries d USING (
+       SELECT w.id FROM tenants t
+        CROSS JOIN LATERAL (
+          SELECT w.id FROM webhook_deliveries w
+           WHERE w.tenant_id = t.id AND w.created_at < now() - make_interval(days => LEAST(t.retention_days, $1))
+             AND w.status <> 'pending'
+           LIMIT $2
+        ) w
+        LIMIT $2
+     ) x WHERE d.id = x.id`,
+    [maxDays, batch],
+  );
+  return rowCount ?? 0;
+}
+
+/** Rows waiting for the maintenance loop, counted up to `cap` each (a gauge, cheap however large). */
+export async function maintenanceBacklog(db: Queryable, graceMs: number, cap: number): Promise<{ archivable: number; publishedOutbox: number }> {
+  const { rows } = await db.query<{ archivable: number; published_outbox: number }>(
+    `SELECT (SELECT count(*) FROM (SELECT 1 FROM jobs WHERE status IN ('succeeded', 'cancelled', 'expired')
+                                     AND finished_at < now() - make_interval(secs => $1 / 1000.0) LIMIT $2) a)::int AS archivable,
+            (SELECT count(*) FROM (SELECT 1 FROM outbox WHERE published_at < now() - make_interval(secs => $1 / 1000.0) LIMIT $2) o)::int AS published_outbox`,
+    [graceMs, cap],
+  );
+  return { archivable: rows[0]!.archivable, publishedOutbox: rows[0]!.published_outbox };
+}
