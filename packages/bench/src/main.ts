@@ -7,16 +7,16 @@ import { testServerUrl } from "@tick/db/testing";
 import { testRedisUrl } from "@tick/testing";
 import { Redis } from "ioredis";
 import pg from "pg";
-import { burnDown, catchUp, fairness, precision, scale, type Context } from "./scenarios.js";
+import { burnDown, catchUp, fairness, history, precision, scale, type Context } from "./scenarios.js";
 import { startBenchSink } from "./sink.js";
 import { judge, renderTables, type BenchReport } from "./report.js";
 
-// npm run bench [-- --quick] [--only burn-down,precision,fairness,catch-up,scale] [--jobs N] [--concurrency C] [--json file]
+// npm run bench [-- --quick] [--only burn-down,precision,fairness,catch-up,scale,history] [--jobs N] [--concurrency C] [--json file]
 //                 [--systems tick,graphile-worker,pg-boss,bullmq]   (BENCH_CPU_PROF=dir profiles Tick's processes)
 // Prints a table per scenario, one JSON object per scenario (lines starting with {"scenario":...}), and
 // the targets of issue #9 met or not. The full run takes about 10 minutes on 2 cores; --quick about 3.
 
-const SCENARIOS = ["burn-down", "precision", "fairness", "catch-up", "scale"] as const;
+const SCENARIOS = ["burn-down", "precision", "fairness", "catch-up", "scale", "history"] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 function parseArgs(argv: string[]) {
@@ -100,6 +100,10 @@ async function main() {
     if (args.only.includes("scale")) {
       report.scenarios.scale = await scale(ctx, args.quick ? [10_000, 100_000] : [10_000, 1_000_000], args.quick ? 1_000 : 5_000);
       emit("scale", report.scenarios.scale);
+    }
+    if (args.only.includes("history")) {
+      report.scenarios.history = await history(ctx, args.quick ? [0, 200_000] : [0, 2_000_000], args.quick ? 1_000 : 5_000);
+      emit("history", report.scenarios.history);
     }
   } finally {
     await sink.close();

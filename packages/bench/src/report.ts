@@ -1,4 +1,4 @@
-import type { BurnDownResult, CatchUpResult, FairnessResult, PrecisionResult, ScaleResult } from "./scenarios.js";
+import type { BurnDownResult, CatchUpResult, FairnessResult, HistoryResult, PrecisionResult, ScaleResult } from "./scenarios.js";
 
 export interface Target {
   target: string;
@@ -16,6 +16,7 @@ export interface BenchReport {
     fairness?: FairnessResult;
     catchUp?: CatchUpResult;
     scale?: ScaleResult[];
+    history?: HistoryResult[];
   };
   targets?: Target[];
 }
@@ -25,7 +26,7 @@ const ratio = (a: number, b: number) => (b > 0 ? Math.round((a / b) * 100) / 100
 /** The targets of issue #9, each judged on this run's figures only. */
 export function judge(report: BenchReport): Target[] {
   const targets: Target[] = [];
-  const { burnDown, precision, fairness, catchUp, scale } = report.scenarios;
+  const { burnDown, precision, fairness, catchUp, scale, history } = report.scenarios;
   if (burnDown) {
     const rate = (s: string) => burnDown.find((r) => r.system === s)?.jobsPerSecond ?? 0;
     const tick = rate("tick");
@@ -56,6 +57,20 @@ export function judge(report: BenchReport): Target[] {
       measured: `p50 ${large.claimP50Ms} vs ${small.claimP50Ms} ms (×${ratio(large.claimP50Ms, small.claimP50Ms)}), p99 ${large.claimP99Ms} vs ${small.claimP99Ms} ms`,
     });
   }
+  if (history && history.length >= 2) {
+    const empty = history[0]!;
+    const full = history[history.length - 1]!;
+    targets.push({
+      target: `(#10) claim plan and latency with ${full.historyJobs.toLocaleString("en")} history jobs unchanged against ${empty.historyJobs.toLocaleString("en")}`,
+      met: full.plan === empty.plan && full.claimP50Ms <= empty.claimP50Ms * 1.5,
+      measured: `plan ${full.plan === empty.plan ? "identical" : "DIFFERENT"}; p50 ${full.claimP50Ms} vs ${empty.claimP50Ms} ms (×${ratio(full.claimP50Ms, empty.claimP50Ms)}), p99 ${full.claimP99Ms} vs ${empty.claimP99Ms} ms`,
+    });
+    targets.push({
+      target: "(#10) dispatch keeps its rate while retention deletes expired history",
+      met: full.historyDeletedDuringBurnDown > 0 && full.burnDownJobsPerSecond >= empty.burnDownJobsPerSecond * 0.8,
+      measured: `${full.burnDownJobsPerSecond} vs ${empty.burnDownJobsPerSecond} jobs/s (×${ratio(full.burnDownJobsPerSecond, empty.burnDownJobsPerSecond)}) while ${full.historyDeletedDuringBurnDown.toLocaleString("en")} history jobs were deleted`,
+    });
+  }
   return targets;
 }
 
@@ -68,7 +83,7 @@ function table(head: string[], rows: (string | number)[][]): string {
 
 export function renderTables(report: BenchReport): string {
   const out: string[] = [];
-  const { burnDown, precision, fairness, catchUp, scale } = report.scenarios;
+  const { burnDown, precision, fairness, catchUp, scale, history } = report.scenarios;
   if (burnDown) {
     const tick = burnDown.find((r) => r.system === "tick")?.jobsPerSecond ?? 0;
     out.push(
@@ -97,6 +112,16 @@ export function renderTables(report: BenchReport): string {
   }
   if (scale) {
     out.push("", "Scale: scheduled future jobs in the table", table(["future jobs", "claim p50 ms", "claim p99 ms", "scheduler RSS MB", "burn-down jobs/s"], scale.map((s) => [s.futureJobs, s.claimP50Ms, s.claimP99Ms, s.schedulerRssMb, s.burnDownJobsPerSecond])));
+  }
+  if (history) {
+    out.push(
+      "",
+      "History: finished jobs in history (past retention), claim and burn-down while retention deletes them",
+      table(
+        ["history jobs", "claim p50 ms", "claim p99 ms", "plan", "burn-down jobs/s", "history deleted meanwhile", "hot-table jobs after"],
+        history.map((h) => [h.historyJobs, h.claimP50Ms, h.claimP99Ms, h.plan === history[0]!.plan ? "same" : "different", h.burnDownJobsPerSecond, h.historyDeletedDuringBurnDown, h.hotTableJobs]),
+      ),
+    );
   }
   if (report.targets?.length) {
     out.push("", "Targets (issue #9)", table(["target", "met", "measured"], report.targets.map((t) => [t.target, t.met ? "yes" : "NO", t.measured])));

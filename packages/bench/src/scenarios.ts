@@ -125,7 +125,7 @@ export interface PrecisionResult {
 async function lagsOf(pool: pg.Pool, tenantId: string): Promise<number[]> {
   const { rows } = await pool.query<{ lag: number }>(
     `SELECT extract(epoch FROM a.started_at - j.due_at) * 1000 AS lag
-       FROM jobs j JOIN attempts a ON a.job_id = j.id AND a.number = 1
+       FROM history.jobs_all j JOIN history.attempts_all a ON a.job_id = j.id AND a.number = 1
       WHERE j.tenant_id = $1 AND a.started_at IS NOT NULL`,
     [tenantId],
   );
@@ -224,8 +224,8 @@ export async function fairness(ctx: Context, burst: number, trickleSeconds: numb
 
     // Shares while both noisy tenants had work waiting: up to the moment the heavy one ran out.
     const { rows } = await cluster.pool.query<{ tenant_id: string; n: number }>(
-      `WITH cutoff AS (SELECT max(a.dispatched_at) AS t FROM attempts a WHERE a.tenant_id = $1)
-       SELECT a.tenant_id, count(*)::int AS n FROM attempts a, cutoff
+      `WITH cutoff AS (SELECT max(a.dispatched_at) AS t FROM history.attempts_all a WHERE a.tenant_id = $1)
+       SELECT a.tenant_id, count(*)::int AS n FROM history.attempts_all a, cutoff
         WHERE a.tenant_id = ANY($2::uuid[]) AND a.dispatched_at <= cutoff.t GROUP BY a.tenant_id`,
       [heavy.id, [heavy.id, light.id]],
     );
@@ -274,7 +274,7 @@ export async function catchUp(ctx: Context, backlog: number, cap: number): Promi
         return { ok: left === 0, progress: `${left} of ${backlog} left` };
       }, 900_000);
       const { rows } = await cluster.pool.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM attempts WHERE tenant_id = $1 GROUP BY date_trunc('second', dispatched_at) ORDER BY date_trunc('second', dispatched_at)`,
+        `SELECT count(*)::int AS n FROM history.attempts_all WHERE tenant_id = $1 GROUP BY date_trunc('second', dispatched_at) ORDER BY date_trunc('second', dispatched_at)`,
         [tenant.id],
       );
       // The first and last seconds are partial.
@@ -362,6 +362,117 @@ export async function scale(ctx: Context, futureCounts: number[], dueJobs: numbe
         ctx.log(`  claim of 100: p50 ${r.claimP50Ms} ms, p99 ${r.claimP99Ms} ms; scheduler RSS ${r.schedulerRssMb} MB; ${r.burnDownJobsPerSecond} jobs/s`);
         return r;
       }, { SCHEDULER_DISPATCH_RATE: "1000000" }),
+    );
+  }
+  return results;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. History: the claim with no history and with millions of finished jobs (issue #10), and retention
+// deleting expired history in bounded batches while jobs burn down.
+
+export interface HistoryResult {
+  historyJobs: number;
+  claimP50Ms: number;
+  claimP99Ms: number;
+  /** The claim statement's plan (EXPLAIN, costs off): the same text whatever the history size. */
+  plan: string;
+  burnDownJobsPerSecond: number;
+  /** History jobs the maintenance loop deleted (past retention) while the burn-down ran. */
+  historyDeletedDuringBurnDown: number;
+  /** Of all jobs, those in the hot table when the burn-down ended (live work plus the last finished). */
+  hotTableJobs: number;
+}
+
+/** Runs `statement` as EXPLAIN (COSTS OFF) instead of executing it: the plan of exactly what the caller sends. */
+function explainer(client: pg.PoolClient, plans: string[]) {
+  return {
+    query: async (text: string, params?: unknown[]) => {
+      const { rows } = await client.query<{ "QUERY PLAN": string }>(`EXPLAIN (COSTS OFF) ${text}`, params);
+      plans.push(rows.map((r) => r["QUERY PLAN"]).join("\n"));
+      return { rows: [], rowCount: 0 };
+    },
+  } as unknown as pg.PoolClient;
+}
+
+export async function history(ctx: Context, historyCounts: number[], dueJobs: number): Promise<HistoryResult[]> {
+  const results: HistoryResult[] = [];
+  for (const size of historyCounts) {
+    results.push(
+      await withTick(async (cluster) => {
+        ctx.log(`history: ${size.toLocaleString("en")} finished jobs in history (20 tenants, finished 8 to 12 days ago, retention 7 days), 10,000 live future jobs, then ${dueJobs} due jobs`);
+        const tenants: TickTenant[] = [];
+        for (let i = 0; i < 20; i++) tenants.push(await cluster.createTenant({ maxInFlight: 10_000 }));
+        await cluster.pool.query(`SELECT history.ensure_partitions(((now() AT TIME ZONE 'UTC')::date - 13), 14)`);
+        const perTenant = Math.ceil(size / tenants.length);
+        for (const [i, t] of tenants.entries()) {
+          if (perTenant === 0) break;
+          await cluster.pool.query(
+            `WITH j AS (
+               INSERT INTO history.jobs (id, tenant_id, queue_id, shard, status, version, due_at, url, attempt_count, fencing_token, created_at, updated_at, finished_at)
+               SELECT gen_random_uuid(), $1, $2, $3, 'succeeded', 4, f - interval '1 second', 'http://127.0.0.1:9/done', 1, 1, f - interval '2 seconds', f, f
+                 FROM (SELECT now() - interval '8 days' - make_interval(secs => (g % 345600)) AS f FROM generate_series(1, $4) g) x
+               RETURNING id, tenant_id, finished_at
+             )
+             INSERT INTO history.attempts (id, job_id, tenant_id, number, fencing_token, job_version, shard_epoch, status, dispatched_at, started_at, finished_at, outcome, job_finished_at)
+             SELECT gen_random_uuid(), id, tenant_id, 1, 1, 2, 1, 'succeeded', finished_at, finished_at, finished_at, 'success', finished_at FROM j`,
+            [t.id, t.queueId, t.shard, perTenant],
+          );
+          if (i % 5 === 4) ctx.log(`  ${((i + 1) * perTenant).toLocaleString("en")} history jobs (and their attempts) inserted`);
+        }
+        for (const t of tenants.slice(0, 10)) {
+          await cluster.pool.query(
+            `INSERT INTO jobs (id, tenant_id, queue_id, shard, due_at, url, updated_at)
+             SELECT gen_random_uuid(), $1, $2, $3, now() + interval '1 day' + make_interval(secs => g), 'http://127.0.0.1:9/never', now() FROM generate_series(1, 1000) g`,
+            [t.id, t.queueId, t.shard],
+          );
+        }
+        await cluster.pool.query(`VACUUM ANALYZE jobs`);
+        await cluster.pool.query(`ANALYZE history.jobs`);
+        await cluster.pool.query(`ANALYZE history.attempts`);
+        // The claim, as the dispatcher runs it, on 2,000 due jobs of one tenant, before any scheduler runs.
+        const tenant = await cluster.createTenant({ maxInFlight: 10_000 });
+        await cluster.createJobs(tenant, Array.from({ length: 2_000 }, (_, i) => ({ key: `probe-${i}`, url: ctx.sink.url })));
+        const claim = { shard: tenant.shard, epoch: "1", tenantId: tenant.id, limit: 100 };
+        const timings: number[] = [];
+        const plans: string[] = [];
+        const client = await cluster.pool.connect();
+        try {
+          await sql.claimDueJobs(explainer(client, plans), claim);
+          for (let i = 0; i < 200; i++) {
+            await client.query("BEGIN");
+            const t0 = performance.now();
+            await sql.claimDueJobs(client, claim);
+            timings.push(performance.now() - t0);
+            await client.query("ROLLBACK");
+          }
+        } finally {
+          client.release();
+        }
+        await cluster.pool.query(`DELETE FROM jobs WHERE tenant_id = $1`, [tenant.id]);
+        // Then real work end to end while the maintenance loop deletes the expired history in batches.
+        const historyBefore = Number((await cluster.pool.query<{ n: string }>(`SELECT count(*) AS n FROM history.jobs`)).rows[0]!.n);
+        await cluster.startScheduler();
+        await cluster.startWorker();
+        const workTenant = await cluster.createTenant({ maxInFlight: 10_000 });
+        const started = performance.now();
+        await cluster.createJobs(workTenant, Array.from({ length: dueJobs }, (_, i) => ({ key: `h-${i}`, url: ctx.sink.url })));
+        await until(ctx, "history burn-down", async () => ({ ok: (await liveJobs(cluster.pool, workTenant.id)) === 0, progress: "" }), 600_000);
+        const seconds = (performance.now() - started) / 1000;
+        const historyAfter = Number((await cluster.pool.query<{ n: string }>(`SELECT count(*) AS n FROM history.jobs`)).rows[0]!.n);
+        const hot = Number((await cluster.pool.query<{ n: string }>(`SELECT count(*) AS n FROM jobs`)).rows[0]!.n);
+        const r: HistoryResult = {
+          historyJobs: perTenant * tenants.length,
+          claimP50Ms: round(percentile(timings, 50)!),
+          claimP99Ms: round(percentile(timings, 99)!),
+          plan: plans[0] ?? "",
+          burnDownJobsPerSecond: Math.round(dueJobs / seconds),
+          historyDeletedDuringBurnDown: Math.max(0, historyBefore - historyAfter),
+          hotTableJobs: hot,
+        };
+        ctx.log(`  claim of 100: p50 ${r.claimP50Ms} ms, p99 ${r.claimP99Ms} ms; ${r.burnDownJobsPerSecond} jobs/s while ${r.historyDeletedDuringBurnDown.toLocaleString("en")} expired history jobs were deleted`);
+        return r;
+      }, { SCHEDULER_DISPATCH_RATE: "1000000", SCHEDULER_MAINTENANCE_BATCH: "1000" }),
     );
   }
   return results;
