@@ -30,6 +30,18 @@ test("the demo owner signs in and sees the tenant dashboard", async ({ page }) =
   await expect(page.getByText(`Signed in as ${state.email} · Demo tenant (owner)`)).toBeVisible();
   await expect(page.getByRole("list", { name: "Jobs by status" })).toBeVisible();
   await expect(page.getByTestId("queue-count")).toHaveText("1");
+  await expect(page.getByTestId("retention")).toHaveText("7 days (DLQ 30)");
+  // The export link downloads the tenant's finished jobs as NDJSON with the session, ending in its end line.
+  const download = page.waitForEvent("download");
+  await page.getByTestId("export-link").click();
+  const ndjson = await (await download).createReadStream().then(async (stream) => {
+    const chunks: Buffer[] = [];
+    for await (const c of stream) chunks.push(c as Buffer);
+    return Buffer.concat(chunks).toString("utf8");
+  });
+  const last = JSON.parse(ndjson.trim().split("\n").at(-1)!);
+  expect(last).toMatchObject({ type: "end" });
+  expect(typeof last.count).toBe("number");
   await page.screenshot({ path: "test-results/dashboard.png", fullPage: true });
 
   await page.getByRole("button", { name: "Sign out" }).click();

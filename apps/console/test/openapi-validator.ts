@@ -47,7 +47,11 @@ export function createOpenApiValidator(baseUrl: string) {
           problems.push(`${label}: no schema at ${ref}`);
           continue;
         }
-        if (!validate(r.body)) problems.push(`${label}: ${ajv.errorsText(validate.errors)} — body ${JSON.stringify(r.body).slice(0, 300)}`);
+        // NDJSON: the schema describes each line.
+        const items = type === "application/x-ndjson" ? String(r.body ?? "").split("\n").filter(Boolean).map((line) => JSON.parse(line)) : [r.body];
+        for (const item of items) {
+          if (!validate(item)) problems.push(`${label}: ${ajv.errorsText(validate.errors)} — body ${JSON.stringify(item).slice(0, 300)}`);
+        }
       }
       return problems;
     },

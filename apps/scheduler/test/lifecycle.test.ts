@@ -162,6 +162,32 @@ describe("data lifecycle: hot tables hold live work, history is pruned in bounde
     expect(await count(world, `SELECT count(*) AS n FROM history.jobs WHERE tenant_id = $1`, [more.id])).toBe(25);
   });
 
+  it("with export before delete, retention deletes only history a complete export covered", async () => {
+    const t = await world.createTenant();
+    await world.pool.query(`UPDATE tenants SET retention_days = 3, export_before_prune = true WHERE id = $1`, [t.id]);
+    await world.pool.query(`SELECT history.ensure_partitions(((now() AT TIME ZONE 'UTC')::date - 20), 21)`);
+    const insert = (days: number, n: number) =>
+      world.pool.query(
+        `INSERT INTO history.jobs (id, tenant_id, queue_id, shard, status, due_at, url, created_at, updated_at, finished_at)
+         SELECT gen_random_uuid(), $1, $2, $3, 'succeeded', f, 'https://93.184.216.34/x', f, f, f
+           FROM (SELECT now() - make_interval(days => $4) AS f FROM generate_series(1, $5)) x`,
+        [t.id, t.queueId, t.shard, days, n],
+      );
+    await insert(15, 4);
+    await insert(10, 6);
+    const left = () => count(world, `SELECT count(*) AS n FROM history.jobs WHERE tenant_id = $1`, [t.id]);
+    // Never exported: nothing goes, however old.
+    expect(await sql.pruneHistoryOfShard(world.pool, t.shard, 90, 100)).toMatchObject({ jobs: 0 });
+    // Exported through 12 days ago: the 15-day-old jobs go, the 10-day-old ones wait for the next export.
+    await world.pool.query(`UPDATE tenants SET exported_through = now() - interval '12 days' WHERE id = $1`, [t.id]);
+    expect(await sql.pruneHistoryOfShard(world.pool, t.shard, 90, 100)).toMatchObject({ jobs: 4 });
+    expect(await left()).toBe(6);
+    // A complete export from the mark moves it up; then they go too.
+    expect((await sql.recordCompleteExport(world.pool, t.id, new Date(Date.now() - 13 * 86_400_000), new Date(Date.now() - 5 * 86_400_000)))!.getTime()).toBeLessThan(Date.now() - 4 * 86_400_000);
+    expect(await sql.pruneHistoryOfShard(world.pool, t.shard, 90, 100)).toMatchObject({ jobs: 6 });
+    expect(await left()).toBe(0);
+  });
+
   it("releases expired idempotency keys and deletes published outbox rows and old deliveries in batches", async () => {
     const tenant = await world.createTenant();
     await world.pool.query(

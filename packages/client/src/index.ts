@@ -5,7 +5,11 @@ type Route<N extends RouteName> = Routes[N];
 type Input<T> = T extends z.ZodType ? z.input<T> : never;
 type Output<T> = T extends z.ZodType ? z.output<T> : never;
 type SuccessBody<N extends RouteName> = {
-  [S in keyof Route<N>["responses"]]: Route<N>["responses"][S] extends { schema: infer Sch } ? Output<Sch> : undefined;
+  [S in keyof Route<N>["responses"]]: Route<N>["responses"][S] extends { contentType: "application/x-ndjson" }
+    ? string // NDJSON, as text: one line per schema item
+    : Route<N>["responses"][S] extends { schema: infer Sch }
+      ? Output<Sch>
+      : undefined;
 }[keyof Route<N>["responses"]];
 
 export type CallArgs<N extends RouteName> = (Route<N> extends { params: infer P } ? { params: Input<P> } : { params?: never }) &
@@ -66,7 +70,8 @@ export function createTickClient(options: TickClientOptions) {
     });
     const contentType = res.headers.get("content-type");
     const text = await res.text();
-    const body = text && contentType && /json/.test(contentType) ? JSON.parse(text) : text || undefined;
+    // application/json and application/*+json (problem+json) parse; anything else (NDJSON) stays text.
+    const body = text && contentType && /^application\/([\w.-]+\+)?json\b/i.test(contentType) ? JSON.parse(text) : text || undefined;
     options.onResponse?.({ route: name, method: route.method, path: route.path, status: res.status, contentType, body });
     return res.ok
       ? { ok: true, status: res.status, headers: res.headers, body: body as SuccessBody<N> }

@@ -9,3 +9,4 @@ export * from "./webhooks.js";
 export * from "./schedules.js";
 export * from "./audit.js";
 export * from "./dlq.js";
+export * from "./lifecycle.js";

@@ -80,7 +80,7 @@ export function buildOpenApiDocument(routeTable: Record<string, RouteDef>, optio
       responses[status] = {
         description: response.description,
         ...(Object.keys(headers).length ? { headers } : {}),
-        ...(response.schema ? { content: { "application/json": { schema: components.convert(response.schema, "output") } } } : {}),
+        ...(response.schema ? { content: { [response.contentType ?? "application/json"]: { schema: components.convert(response.schema, "output") } } } : {}),
       };
     }
     for (const code of [...new Set([...route.errors, ...COMMON_ERRORS])]) {

@@ -20,10 +20,13 @@ import { auditPageSchema, auditQuerySchema } from "./audit.js";
 import { createReplaySchema, replayListQuerySchema, replayPageSchema, replayPreviewSchema, replaySchema } from "./dlq.js";
 import { createScheduleSchema, previewQuerySchema, previewRuleSchema, previewSchema, schedulePageSchema, scheduleSchema, updateScheduleSchema } from "./schedules.js";
 import type { ApiKeyScope } from "./scopes.js";
+import { exportJobsQuerySchema, jobExportLineSchema, tenantSettingsSchema, updateTenantSettingsSchema } from "./lifecycle.js";
 
 export interface RouteResponse {
   description: string;
   schema?: z.ZodType;
+  /** Default application/json. application/x-ndjson: `schema` describes one line. */
+  contentType?: "application/json" | "application/x-ndjson";
 }
 
 /** One operation of the public API: the route handler, the OpenAPI document and the client all read this. */
@@ -91,6 +94,21 @@ export const routes = {
     params: idParams,
     responses: { 200: { description: "The job", schema: jobWithAttemptsSchema } },
     errors: ["not_found", "validation_failed"],
+  },
+  exportJobs: {
+    method: "get",
+    path: "/jobs/export",
+    summary: "Export finished jobs as NDJSON",
+    description:
+      "Streams the tenant's finished jobs (succeeded, cancelled, expired, dead) with their attempts, oldest finish " +
+      "first, one JSON object per line, whether they are still in the hot tables or already in history; the last line " +
+      "is `{\"type\":\"end\", ...}`, and a stream without it was cut off. A complete export that starts at the " +
+      "beginning or at the tenant's `exportedThrough` moves that mark up to `to`; with `exportBeforePrune` set, " +
+      "retention deletes only history finished before the mark.",
+    scope: "jobs:read",
+    query: exportJobsQuerySchema,
+    responses: { 200: { description: "NDJSON, one JobExportLine per line", schema: jobExportLineSchema, contentType: "application/x-ndjson" } },
+    errors: ["validation_failed"],
   },
   cancelJob: {
     method: "post",
@@ -343,6 +361,24 @@ export const routes = {
     params: idParams,
     responses: { 200: { description: "The replay after the change", schema: replaySchema } },
     errors: ["not_found", "conflict"],
+  },
+  getSettings: {
+    method: "get",
+    path: "/settings",
+    summary: "The tenant's retention and export settings",
+    scope: "admin",
+    responses: { 200: { description: "The settings", schema: tenantSettingsSchema } },
+    errors: [],
+  },
+  updateSettings: {
+    method: "patch",
+    path: "/settings",
+    summary: "Change the tenant's retention and export settings",
+    description: "retentionDays may not exceed the deployment's retentionMaxDays (422). The change is audited.",
+    scope: "admin",
+    body: updateTenantSettingsSchema,
+    responses: { 200: { description: "The settings after the change", schema: tenantSettingsSchema } },
+    errors: ["bad_request", "validation_failed", "unsupported_media_type"],
   },
   listAuditLog: {
     method: "get",

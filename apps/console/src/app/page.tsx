@@ -39,7 +39,23 @@ async function TenantDashboard({ tenantId }: { tenantId: string }) {
           <dd>{overview.schedules}</dd>
           <dt className="text-slate-500">Active API keys</dt>
           <dd>{overview.apiKeys}</dd>
+          {overview.lifecycle ? (
+            <>
+              <dt className="text-slate-500">History kept</dt>
+              <dd data-testid="retention">
+                {overview.lifecycle.retentionDays} days (DLQ {overview.lifecycle.dlqRetentionDays})
+              </dd>
+              <dt className="text-slate-500">Exported through</dt>
+              <dd title={overview.lifecycle.exportBeforePrune ? "Retention waits for an export" : "Retention does not wait for exports"}>
+                {overview.lifecycle.exportedThrough ? overview.lifecycle.exportedThrough.toISOString().slice(0, 16).replace("T", " ") : "never"}
+                {overview.lifecycle.exportBeforePrune ? " (required)" : ""}
+              </dd>
+            </>
+          ) : null}
         </dl>
+        <a className="block text-sm text-indigo-600 hover:underline" href="/api/v1/jobs/export" download="jobs.ndjson" data-testid="export-link">
+          Export finished jobs (NDJSON)
+        </a>
         <ul className="text-sm">
           {overview.queues.map((q) => (
             <li key={q.name} className="flex justify-between">

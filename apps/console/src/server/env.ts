@@ -17,6 +17,8 @@ export const consoleEnvSchema = z.object({
   TICK_SSRF_ALLOWED_CIDRS: cidrList,
   /** How long an Idempotency-Key is held after the job it created (at least this long). */
   TICK_IDEMPOTENCY_TTL: durationSchema.default(24 * 3_600_000),
+  /** Ceiling on any tenant's retention in days (as the schedulers' TICK_RETENTION_MAX_DAYS). */
+  TICK_RETENTION_MAX_DAYS: z.coerce.number().int().positive().max(3650).default(90),
   /** Largest request body accepted by single-object endpoints. */
   API_MAX_BODY_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
   /** Largest request body accepted by POST /jobs/batch (up to 1,000 jobs). */

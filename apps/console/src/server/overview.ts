@@ -8,18 +8,21 @@ export interface TenantOverview {
   queues: { name: string; paused: boolean }[];
   schedules: number;
   apiKeys: number;
+  /** Retention and export (issue #10); null only if the tenant vanished meanwhile. */
+  lifecycle: { retentionDays: number; dlqRetentionDays: number; exportBeforePrune: boolean; exportedThrough: Date | null } | null;
 }
 
 /** Counts for one tenant's dashboard; every query is scoped by tenant id. */
 export async function getTenantOverview(tenantId: string): Promise<TenantOverview> {
   const { prisma, pool } = getContext();
-  const [groups, queues, schedules, apiKeys] = await Promise.all([
+  const [groups, queues, schedules, apiKeys, lifecycle] = await Promise.all([
     sql.countJobsByStatus(pool, tenantId, 24),
     prisma.queue.findMany({ where: { tenantId }, select: { name: true, paused: true }, orderBy: { name: "asc" } }),
     prisma.schedule.count({ where: { tenantId } }),
     prisma.apiKey.count({ where: { tenantId, revokedAt: null } }),
+    prisma.tenant.findUnique({ where: { id: tenantId }, select: { retentionDays: true, dlqRetentionDays: true, exportBeforePrune: true, exportedThrough: true } }),
   ]);
   const jobsByStatus = Object.fromEntries(JOB_STATUS_ORDER.map((s) => [s, 0])) as TenantOverview["jobsByStatus"];
   for (const g of groups) jobsByStatus[g.status] = g.n;
-  return { jobsByStatus, queues, schedules, apiKeys };
+  return { jobsByStatus, queues, schedules, apiKeys, lifecycle };
 }

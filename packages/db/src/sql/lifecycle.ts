@@ -1,6 +1,7 @@
 // Data lifecycle (issue #10): finished work leaves the hot tables, history is dropped by partition, and
 // what is left to prune is pruned in bounded batches. The scheduler's maintenance loop runs these, each
 // inside a fenced transaction like every other scheduler write (see docs/architecture.md, "Data lifecycle").
+import type { JobRow } from "./jobs.js";
 import type { Queryable } from "./types.js";
 
 /** Every job, live or moved to history: reads that may meet a finished job use this view. */
@@ -92,7 +93,8 @@ export async function moveJobsToHistory(db: Queryable, jobIds: string[]): Promis
 /**
  * Deletes history of the shard's tenants older than each tenant's retention (capped at `maxDays`), at
  * most `batch` jobs with their attempts. A job whose idempotency key is still inside its promised window
- * is kept, so a replay of the request still finds it.
+ * is kept, so a replay of the request still finds it; so is a job of a tenant that asked for export
+ * before delete and has not exported it yet (the deployment's ceiling still drops it with its partition).
  */
 export async function pruneHistoryOfShard(db: Queryable, shard: number, maxDays: number, batch: number): Promise<{ jobs: number; attempts: number }> {
   const { rows } = await db.query<{ jobs: number; attempts: number }>(
@@ -102,6 +104,7 @@ export async function pruneHistoryOfShard(db: Queryable, shard: number, maxDays:
           SELECT h.id, h.finished_at FROM history.jobs h
            WHERE h.tenant_id = t.id AND h.finished_at < now() - make_interval(days => LEAST(t.retention_days, $2))
              AND (h.idempotency_expires_at IS NULL OR h.idempotency_expires_at <= now())
+             AND (NOT t.export_before_prune OR h.finished_at < t.exported_through)
            LIMIT $3
         ) h
         WHERE t.shard = $1
@@ -175,4 +178,77 @@ export async function maintenanceBacklog(db: Queryable, graceMs: number, cap: nu
     [graceMs, cap],
   );
   return { archivable: rows[0]!.archivable, publishedOutbox: rows[0]!.published_outbox };
+}
+
+/** Jobs that finished (succeeded, cancelled, expired, dead) in [from, to), oldest finish first, after a keyset position. */
+export async function listFinishedJobs(
+  db: Queryable,
+  tenantId: string,
+  f: { from: Date | null; to: Date; after: { at: Date; id: string } | null; limit: number },
+): Promise<JobRow[]> {
+  const { rows } = await db.query<JobRow>(
+    `SELECT j.*, q.name AS queue_name FROM ${JOBS_ALL} j JOIN queues q ON q.id = j.queue_id
+      WHERE j.tenant_id = $1 AND j.status IN ('succeeded', 'cancelled', 'expired', 'dead')
+        AND j.finished_at >= COALESCE($2::timestamptz, '-infinity') AND j.finished_at < $3
+        AND ($4::timestamptz IS NULL OR (j.finished_at, j.id) > ($4, $5::uuid))
+      ORDER BY j.finished_at, j.id
+      LIMIT $6`,
+    [tenantId, f.from, f.to, f.after?.at ?? null, f.after?.id ?? null, f.limit],
+  );
+  return rows;
+}
+
+/** The latest instant an export may cover: a minute before the database's now, so no job finishing at
+ * that instant can still be committing. */
+export async function exportHorizon(db: Queryable): Promise<Date> {
+  const { rows } = await db.query<{ at: Date }>(`SELECT now() - interval '1 minute' AS at`);
+  return rows[0]!.at;
+}
+
+/**
+ * Records a complete export of [from, to): when it joins what was exported before (from is null, the
+ * beginning, or at most the current mark), the tenant's exported_through moves up to `to`. Returns the mark.
+ */
+export async function recordCompleteExport(db: Queryable, tenantId: string, from: Date | null, to: Date): Promise<Date | null> {
+  const { rows } = await db.query<{ exported_through: Date | null }>(
+    `WITH moved AS (
+       UPDATE tenants SET exported_through = GREATEST(COALESCE(exported_through, $3), $3), updated_at = now()
+        WHERE id = $1 AND ($2::timestamptz IS NULL OR $2 <= exported_through)
+        RETURNING exported_through
+     )
+     SELECT exported_through FROM moved UNION ALL SELECT exported_through FROM tenants WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM moved)`,
+    [tenantId, from, to],
+  );
+  return rows[0]?.exported_through ?? null;
+}
+
+export interface TenantSettingsRow {
+  retention_days: number;
+  dlq_retention_days: number;
+  export_before_prune: boolean;
+  exported_through: Date | null;
+}
+
+export async function findTenantSettings(db: Queryable, tenantId: string): Promise<TenantSettingsRow | null> {
+  const { rows } = await db.query<TenantSettingsRow>(
+    `SELECT retention_days, dlq_retention_days, export_before_prune, exported_through FROM tenants WHERE id = $1`,
+    [tenantId],
+  );
+  return rows[0] ?? null;
+}
+
+/** Changes the given settings (null: leave as is); returns the settings after the change. */
+export async function updateTenantSettings(
+  db: Queryable,
+  tenantId: string,
+  s: { retentionDays: number | null; dlqRetentionDays: number | null; exportBeforePrune: boolean | null },
+): Promise<TenantSettingsRow | null> {
+  const { rows } = await db.query<TenantSettingsRow>(
+    `UPDATE tenants SET retention_days = COALESCE($2, retention_days), dlq_retention_days = COALESCE($3, dlq_retention_days),
+            export_before_prune = COALESCE($4, export_before_prune), updated_at = now()
+      WHERE id = $1
+      RETURNING retention_days, dlq_retention_days, export_before_prune, exported_through`,
+    [tenantId, s.retentionDays, s.dlqRetentionDays, s.exportBeforePrune],
+  );
+  return rows[0] ?? null;
 }

@@ -22,6 +22,7 @@ export interface ApiRequest<N extends RouteName> {
 
 export interface ApiResponse {
   status: number;
+  /** JSON, or a stream sent as it is (set its content-type in `headers`). */
   body: unknown;
   headers?: Record<string, string>;
 }
@@ -107,10 +108,9 @@ export function apiRoute<N extends RouteName>(
         throw new AppError("bad_request", "Idempotency-Key must be 1 to 255 characters.");
       }
       const result = await handler({ principal, params, query, body, idempotencyKey, request } as ApiRequest<N>);
-      return Response.json(result.body, {
-        status: result.status,
-        headers: { "cache-control": "no-store", ...result.headers },
-      });
+      const headers = { "cache-control": "no-store", ...result.headers };
+      if (result.body instanceof ReadableStream) return new Response(result.body, { status: result.status, headers });
+      return Response.json(result.body, { status: result.status, headers });
     } catch (err) {
       if (!(err instanceof AppError) && !(err instanceof Error && err.name === "ZodError")) {
         getContext().logger.error({ err, route: name, tenantId }, "API request failed");

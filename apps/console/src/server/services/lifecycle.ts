@@ -1,0 +1,115 @@
+import type { z } from "zod";
+import { AppError } from "@tick/core";
+import type { exportJobsQuerySchema, updateTenantSettingsSchema } from "@tick/contract";
+import { sql, type PrismaClient } from "@tick/db";
+import type pg from "pg";
+import type { Logger } from "@tick/runtime";
+import { auditActor, type ApiPrincipal } from "../api/authenticate";
+import { writeAudit } from "./audit";
+import { attemptView, jobView } from "./views";
+
+// Data lifecycle (issue #10): retention settings and the NDJSON export of finished jobs.
+
+const EXPORT_PAGE = 500;
+
+function settingsView(row: sql.TenantSettingsRow, retentionMaxDays: number) {
+  return {
+    retentionDays: row.retention_days,
+    retentionMaxDays,
+    dlqRetentionDays: row.dlq_retention_days,
+    exportBeforePrune: row.export_before_prune,
+    exportedThrough: row.exported_through?.toISOString() ?? null,
+  };
+}
+
+export async function getSettings(pool: pg.Pool, tenantId: string, retentionMaxDays: number) {
+  const row = await sql.findTenantSettings(pool, tenantId);
+  if (!row) throw new AppError("not_found", "No such tenant.");
+  return settingsView(row, retentionMaxDays);
+}
+
+/** Changes retention and export settings within the deployment's ceiling; audited with before and after. */
+export async function updateSettings(
+  pool: pg.Pool,
+  prisma: PrismaClient,
+  principal: ApiPrincipal,
+  input: z.output<typeof updateTenantSettingsSchema>,
+  retentionMaxDays: number,
+) {
+  if (input.retentionDays !== undefined && input.retentionDays > retentionMaxDays) {
+    throw new AppError("validation_failed", `retentionDays may be at most ${retentionMaxDays} (this deployment's ceiling).`, {
+      extra: { errors: [{ path: "retentionDays", message: `at most ${retentionMaxDays}` }] },
+    });
+  }
+  const before = await getSettings(pool, principal.tenant.id, retentionMaxDays);
+  const row = await sql.updateTenantSettings(pool, principal.tenant.id, {
+    retentionDays: input.retentionDays ?? null,
+    dlqRetentionDays: input.dlqRetentionDays ?? null,
+    exportBeforePrune: input.exportBeforePrune ?? null,
+  });
+  if (!row) throw new AppError("not_found", "No such tenant.");
+  const after = settingsView(row, retentionMaxDays);
+  await writeAudit(prisma, { ...auditActor(principal), action: "tenant.settings.updated", targetType: "tenant", targetId: principal.tenant.id, details: { before, after } });
+  return after;
+}
+
+/**
+ * The tenant's finished jobs that finished in [from, to), with their attempts, as an NDJSON stream read a
+ * page at a time (keyset on finish time and id, live and history alike, so a job moving to history
+ * meanwhile is neither missed nor repeated). `to` is capped a minute before the database's now. The last
+ * line says how many jobs were sent; only then is the export recorded (the tenant's export mark, and an
+ * audit row), so a stream cut off halfway counts for nothing.
+ */
+export async function exportFinishedJobs(
+  pool: pg.Pool,
+  prisma: PrismaClient,
+  logger: Logger,
+  principal: ApiPrincipal,
+  query: z.output<typeof exportJobsQuerySchema>,
+): Promise<ReadableStream<Uint8Array>> {
+  const tenantId = principal.tenant.id;
+  const horizon = await sql.exportHorizon(pool);
+  const from = query.from ? new Date(query.from) : null;
+  const to = query.to && Date.parse(query.to) < horizon.getTime() ? new Date(query.to) : horizon;
+  if (from && from >= to) {
+    throw new AppError("validation_failed", `from must be before ${to.toISOString()} (at most a minute before now).`, {
+      extra: { errors: [{ path: "from", message: "not before to" }] },
+    });
+  }
+  const encoder = new TextEncoder();
+  const line = (value: unknown) => encoder.encode(JSON.stringify(value) + "\n");
+  let after: { at: Date; id: string } | null = null;
+  let count = 0;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const jobs = await sql.listFinishedJobs(pool, tenantId, { from, to, after, limit: EXPORT_PAGE });
+        if (jobs.length === 0) {
+          const exportedThrough = await sql.recordCompleteExport(pool, tenantId, from, to);
+          await writeAudit(prisma, {
+            ...auditActor(principal),
+            action: "jobs.exported",
+            targetType: "tenant",
+            targetId: tenantId,
+            details: { from: from?.toISOString() ?? null, to: to.toISOString(), count },
+          });
+          controller.enqueue(line({ type: "end", count, from: from?.toISOString() ?? null, to: to.toISOString(), exportedThrough: exportedThrough?.toISOString() ?? null }));
+          controller.close();
+          return;
+        }
+        const attempts = await sql.listAttemptsOfJobs(pool, tenantId, jobs.map((j) => j.id));
+        const byJob = new Map<string, sql.AttemptRow[]>();
+        for (const a of attempts) byJob.set(a.job_id, [...(byJob.get(a.job_id) ?? []), a]);
+        const chunk = jobs.map((j) => JSON.stringify({ type: "job", job: { ...jobView(j), attempts: (byJob.get(j.id) ?? []).map(attemptView) } })).join("\n") + "\n";
+        controller.enqueue(encoder.encode(chunk));
+        count += jobs.length;
+        const last = jobs[jobs.length - 1]!;
+        after = { at: last.finished_at!, id: last.id };
+      } catch (err) {
+        // The client sees the stream end without its end line: the export did not happen.
+        logger.error({ err, tenantId }, "job export failed midway");
+        controller.error(err);
+      }
+    },
+  });
+}
