@@ -51,6 +51,8 @@ export const schedulerEnvSchema = z
     SCHEDULER_MAINTENANCE_INTERVAL: durationSchema.default(1_000),
     /** Most rows per maintenance statement (each in its own short transaction). */
     SCHEDULER_MAINTENANCE_BATCH: positiveInt.max(100_000).default(1_000),
+    /** Most time per maintenance round spent deleting expired history (retention yields to dispatch). */
+    SCHEDULER_PRUNE_BUDGET: durationSchema.default(100),
     /** Finished jobs stay in the hot tables this long, then move to history (day partitions). */
     TICK_ARCHIVE_AFTER: durationSchema.default(60_000),
     /** Ceiling on any tenant's retention, in days; history partitions older than this are dropped whole. */

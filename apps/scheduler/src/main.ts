@@ -49,6 +49,7 @@ void runService({
           archiveAfterMs: env.TICK_ARCHIVE_AFTER,
           retentionMaxDays: env.TICK_RETENTION_MAX_DAYS,
           outboxKeepMs: env.TICK_OUTBOX_KEEP,
+          pruneBudgetMs: env.SCHEDULER_PRUNE_BUDGET,
         },
         idempotencyTtlMs: env.TICK_IDEMPOTENCY_TTL,
       },

@@ -111,7 +111,7 @@ describe("data lifecycle: hot tables hold live work, history is pruned in bounde
     const metrics = createSchedulerMetrics(new Registry());
     const maintenance = new Maintenance(
       world.pool,
-      { holder: "s1", archiveAfterMs: 60_000, batch: 100, maxBatchesPerRound: 1, retentionMaxDays: 90, outboxKeepMs: 60_000, partitionsAheadDays: 1 },
+      { holder: "s1", archiveAfterMs: 60_000, batch: 100, maxBatchesPerRound: 1, retentionMaxDays: 90, outboxKeepMs: 60_000, partitionsAheadDays: 1, pruneBudgetMs: 100 },
       createLogger({ name: "t", level: "silent", destination: new PassThrough() }),
       metrics,
     );
@@ -160,6 +160,38 @@ describe("data lifecycle: hot tables hold live work, history is pruned in bounde
     );
     expect(await sql.pruneHistoryOfShard(world.pool, more.shard, 90, 10)).toMatchObject({ jobs: 10 });
     expect(await count(world, `SELECT count(*) AS n FROM history.jobs WHERE tenant_id = $1`, [more.id])).toBe(25);
+  });
+
+  it("deletes expired history within a time budget per round, so retention yields to dispatch", async () => {
+    const t = await world.createTenant();
+    await world.pool.query(`UPDATE tenants SET retention_days = 1 WHERE id = $1`, [t.id]);
+    await world.pool.query(`SELECT history.ensure_partitions(((now() AT TIME ZONE 'UTC')::date - 5), 1)`);
+    await world.pool.query(
+      `INSERT INTO history.jobs (id, tenant_id, queue_id, shard, status, due_at, url, created_at, updated_at, finished_at)
+       SELECT gen_random_uuid(), $1, $2, $3, 'succeeded', f, 'https://93.184.216.34/x', f, f, f
+         FROM (SELECT now() - interval '5 days' AS f FROM generate_series(1, 30)) x`,
+      [t.id, t.queueId, t.shard],
+    );
+    const left = () => count(world, `SELECT count(*) AS n FROM history.jobs WHERE tenant_id = $1`, [t.id]);
+    // A budget already spent: nothing is deleted this round.
+    const none = world.startScheduler("s1", { maintenance: { batch: 10, maxBatchesPerRound: 10, pruneBudgetMs: 0 } });
+    await none.init();
+    await none.leaseTick();
+    await none.maintainOnce();
+    expect(await left()).toBe(30);
+    // A budget smaller than one batch takes: exactly one batch per round, whatever maxBatchesPerRound allows.
+    const maintenance = new Maintenance(
+      world.pool,
+      { holder: "s1", archiveAfterMs: 60_000, batch: 10, maxBatchesPerRound: 10, retentionMaxDays: 90, outboxKeepMs: 60_000, partitionsAheadDays: 1, pruneBudgetMs: 0.001 },
+      createLogger({ name: "t", level: "silent", destination: new PassThrough() }),
+      createSchedulerMetrics(new Registry()),
+    );
+    const lease = none.heldShards().find((l) => l.shard === t.shard)!;
+    expect(await maintenance.pruneShard(lease, { remainingMs: 0.001 })).toEqual({ prunedJobs: 10, fenced: false });
+    expect(await left()).toBe(20);
+    // With time to spare it goes on, batch after batch.
+    expect(await maintenance.pruneShard(lease, { remainingMs: 60_000 })).toEqual({ prunedJobs: 20, fenced: false });
+    expect(await left()).toBe(0);
   });
 
   it("with export before delete, retention deletes only history a complete export covered", async () => {

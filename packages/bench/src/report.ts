@@ -124,7 +124,7 @@ export function renderTables(report: BenchReport): string {
     );
   }
   if (report.targets?.length) {
-    out.push("", "Targets (issue #9)", table(["target", "met", "measured"], report.targets.map((t) => [t.target, t.met ? "yes" : "NO", t.measured])));
+    out.push("", "Targets (issues #9 and #10)", table(["target", "met", "measured"], report.targets.map((t) => [t.target, t.met ? "yes" : "NO", t.measured])));
   }
   return out.join("\n");
 }

@@ -384,6 +384,11 @@ export interface HistoryResult {
   hotTableJobs: number;
 }
 
+/** A plan's text without the literals that differ between runs (tenant ids, shard numbers). */
+export function normalizePlan(plan: string): string {
+  return plan.replace(/'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'::uuid/g, "$TENANT").replace(/shard = \d+/g, "shard = $SHARD");
+}
+
 /** Runs `statement` as EXPLAIN (COSTS OFF) instead of executing it: the plan of exactly what the caller sends. */
 function explainer(client: pg.PoolClient, plans: string[]) {
   return {
@@ -465,7 +470,7 @@ export async function history(ctx: Context, historyCounts: number[], dueJobs: nu
           historyJobs: perTenant * tenants.length,
           claimP50Ms: round(percentile(timings, 50)!),
           claimP99Ms: round(percentile(timings, 99)!),
-          plan: plans[0] ?? "",
+          plan: normalizePlan(plans[0] ?? ""),
           burnDownJobsPerSecond: Math.round(dueJobs / seconds),
           historyDeletedDuringBurnDown: Math.max(0, historyBefore - historyAfter),
           hotTableJobs: hot,

@@ -19,6 +19,17 @@ export interface MaintenanceConfig {
   outboxKeepMs: number;
   /** History partitions created ahead of time, in days. */
   partitionsAheadDays: number;
+  /**
+   * Most time per round spent deleting expired history (across all held shards): retention is background
+   * work and yields to dispatch, which shares the database's CPU. Moves to history are not budgeted; they
+   * keep pace with what finishes.
+   */
+  pruneBudgetMs: number;
+}
+
+/** What is left of a round's time for deleting history. */
+export interface PruneBudget {
+  remainingMs: number;
 }
 
 export interface MaintenanceResult {
@@ -55,8 +66,16 @@ export class Maintenance {
     if (n > 0) this.metrics.maintenanceRows.inc({ task }, n);
   }
 
-  /** One shard: move finished jobs to history, then prune its tenants' expired history. */
-  async runShard(lease: HeldLease): Promise<MaintenanceResult> {
+  /** One shard: move finished jobs to history, then prune its tenants' expired history within `budget`. */
+  async runShard(lease: HeldLease, budget: PruneBudget = { remainingMs: this.config.pruneBudgetMs }): Promise<MaintenanceResult> {
+    const archived = await this.archiveShard(lease);
+    if (archived.fenced) return archived;
+    const pruned = await this.pruneShard(lease, budget);
+    return { ...archived, prunedJobs: pruned.prunedJobs, fenced: pruned.fenced };
+  }
+
+  /** Moves the shard's finished jobs (and their attempts) to history, at most maxBatchesPerRound batches. */
+  async archiveShard(lease: HeldLease): Promise<MaintenanceResult> {
     const { batch } = this.config;
     const result: MaintenanceResult = { archivedJobs: 0, archivedAttempts: 0, prunedJobs: 0, fenced: false };
     for (let round = 0; round < this.config.maxBatchesPerRound; round++) {
@@ -72,17 +91,29 @@ export class Maintenance {
       this.count("partitions_created", moved.value.partitions);
       if (moved.value.jobs < batch) break;
     }
-    for (let round = 0; round < this.config.maxBatchesPerRound; round++) {
+    this.count("jobs_archived", result.archivedJobs);
+    this.count("attempts_archived", result.archivedAttempts);
+    return result;
+  }
+
+  /**
+   * Deletes the shard's tenants' expired history in batches while `budget` has time left (each batch's
+   * duration is taken from it), at most maxBatchesPerRound batches.
+   */
+  async pruneShard(lease: HeldLease, budget: PruneBudget): Promise<{ prunedJobs: number; fenced: boolean }> {
+    const { batch } = this.config;
+    let prunedJobs = 0;
+    for (let round = 0; round < this.config.maxBatchesPerRound && budget.remainingMs > 0; round++) {
+      const started = performance.now();
       const pruned = await this.fence(lease, (client) => sql.pruneHistoryOfShard(client, lease.shard, this.config.retentionMaxDays, batch));
-      if (!pruned.ok) return { ...result, fenced: true };
-      result.prunedJobs += pruned.value.jobs;
+      budget.remainingMs -= performance.now() - started;
+      if (!pruned.ok) return { prunedJobs, fenced: true };
+      prunedJobs += pruned.value.jobs;
       this.count("history_attempts_deleted", pruned.value.attempts);
       if (pruned.value.jobs < batch) break;
     }
-    this.count("jobs_archived", result.archivedJobs);
-    this.count("attempts_archived", result.archivedAttempts);
-    this.count("history_jobs_deleted", result.prunedJobs);
-    return result;
+    this.count("history_jobs_deleted", prunedJobs);
+    return { prunedJobs, fenced: false };
   }
 
   /** The deployment-wide part, run by the holder of the lowest shard, fenced by that shard's lease. */
