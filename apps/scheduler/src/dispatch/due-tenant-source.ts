@@ -28,6 +28,13 @@ export class DueTenantSource {
    * delay nor hasten dispatch (S13). Measured at the first round and at every reconciliation.
    */
   private clockOffsetMs: number | null = null;
+  /**
+   * How far off that measurement may be: half the time between the two Redis reads, plus the
+   * millisecond Redis' clock is truncated to. Due checks add it, so a tenant noted due just now is never
+   * skipped because the offset came out a few ms low; looking due a few ms early is harmless, since the
+   * claim compares due times with the database's now() and claims nothing not yet due.
+   */
+  private clockUncertaintyMs = 0;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -95,7 +102,7 @@ export class DueTenantSource {
 
   private async offset(): Promise<number> {
     if (this.clockOffsetMs === null) await this.calibrate();
-    return this.clockOffsetMs ?? 0;
+    return (this.clockOffsetMs ?? 0) + this.clockUncertaintyMs;
   }
 
   /** Reads both clocks, Redis' on either side of Postgres', and keeps their difference. */
@@ -108,6 +115,7 @@ export class DueTenantSource {
       this.logger[Math.abs(offset) > 1_000 ? "warn" : "info"]({ offsetMs: Math.round(offset) }, "database and Redis clocks compared; due checks use the database clock");
     }
     this.clockOffsetMs = offset;
+    this.clockUncertaintyMs = (after - before) / 2 + 1;
     return offset;
   }
 
