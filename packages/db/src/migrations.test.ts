@@ -39,6 +39,31 @@ describe("migrations", () => {
     }
   }, 60_000);
 
+  it("keep history's tables and views column for column with the hot tables (the move copies whole rows)", async () => {
+    const pg = (await import("pg")).default;
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      const columns = async (schema: string, table: string) =>
+        (
+          await client.query<{ c: string }>(
+            `SELECT column_name || ' ' || data_type AS c FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position`,
+            [schema, table],
+          )
+        ).rows.map((r) => r.c);
+      const jobs = await columns("public", "jobs");
+      const attempts = await columns("public", "attempts");
+      expect(jobs.length).toBeGreaterThan(20);
+      // A migration that adds a column to jobs or attempts must add it to history (and recreate the views).
+      expect(await columns("history", "jobs")).toEqual(jobs);
+      expect(await columns("history", "attempts")).toEqual([...attempts, "job_finished_at timestamp with time zone"]);
+      expect(await columns("history", "jobs_all")).toEqual(jobs);
+      expect(await columns("history", "attempts_all")).toEqual(attempts);
+    } finally {
+      await client.end();
+    }
+  });
+
   it("created the hot-path partial indexes", async () => {
     const pg = (await import("pg")).default;
     const client = new pg.Client({ connectionString: db.url });
