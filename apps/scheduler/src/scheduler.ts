@@ -221,24 +221,8 @@ export function createScheduler(deps: SchedulerDeps) {
     for (const lease of held) if (open.has(lease.shard)) released += (await replayer.runShard(lease)).released;
     return released;
   };
-  let pruneOffset = 0;
   const maintainOnce = async () => {
-    const results = [];
-    for (const lease of held) results.push(await maintenance.archiveShard(lease));
-    // Deleting expired history shares one time budget per round; the shard that goes first rotates so
-    // none waits behind the others for ever.
-    const budget = { remainingMs: maintenanceConfig.pruneBudgetMs };
-    const order = held.map((_, i) => held[(i + pruneOffset) % held.length]!);
-    pruneOffset = (pruneOffset + 1) % Math.max(1, held.length);
-    for (const lease of order) {
-      if (budget.remainingMs <= 0) break;
-      const pruned = await maintenance.pruneShard(lease, budget);
-      const r = results[held.indexOf(lease)];
-      if (r) Object.assign(r, { prunedJobs: pruned.prunedJobs, fenced: r.fenced || pruned.fenced });
-    }
-    // The deployment-wide part: whoever holds the lowest shard (one scheduler at a time, fenced).
-    const lowest = held.find((l) => l.shard === 0);
-    if (lowest) await maintenance.runGlobal(lowest);
+    const results = await maintenance.runRound(held);
     metrics.maintenanceLastRound.set(Date.now() / 1000);
     return results;
   };

@@ -115,7 +115,7 @@ describe("data lifecycle: hot tables hold live work, history is pruned in bounde
       createLogger({ name: "t", level: "silent", destination: new PassThrough() }),
       metrics,
     );
-    expect(await maintenance.runShard(stale)).toMatchObject({ fenced: true, archivedJobs: 0 });
+    expect(await maintenance.archiveShard(stale)).toMatchObject({ fenced: true, archivedJobs: 0 });
     expect(await count(world, `SELECT count(*) AS n FROM history.jobs`)).toBe(0);
     expect(await count(world, `SELECT stale_writes_rejected AS n FROM shard_leases WHERE shard = $1`, [tenant.shard])).toBe(1);
   });

@@ -66,12 +66,30 @@ export class Maintenance {
     if (n > 0) this.metrics.maintenanceRows.inc({ task }, n);
   }
 
-  /** One shard: move finished jobs to history, then prune its tenants' expired history within `budget`. */
-  async runShard(lease: HeldLease, budget: PruneBudget = { remainingMs: this.config.pruneBudgetMs }): Promise<MaintenanceResult> {
-    const archived = await this.archiveShard(lease);
-    if (archived.fenced) return archived;
-    const pruned = await this.pruneShard(lease, budget);
-    return { ...archived, prunedJobs: pruned.prunedJobs, fenced: pruned.fenced };
+  /** Which held shard deletes history first in the next round (rotates, so none waits behind the others for ever). */
+  private pruneOffset = 0;
+
+  /**
+   * One round over the held shards: every shard's finished jobs move to history; then expired history is
+   * deleted shard by shard within one time budget (pruneBudgetMs) for the whole round; then, if shard 0 is
+   * held, the deployment-wide part. Returns one result per held shard, in `held` order.
+   */
+  async runRound(held: HeldLease[]): Promise<MaintenanceResult[]> {
+    const results: MaintenanceResult[] = [];
+    for (const lease of held) results.push(await this.archiveShard(lease));
+    const budget: PruneBudget = { remainingMs: this.config.pruneBudgetMs };
+    const first = this.pruneOffset % Math.max(1, held.length);
+    this.pruneOffset = first + 1;
+    for (let i = 0; i < held.length && budget.remainingMs > 0; i++) {
+      const at = (first + i) % held.length;
+      const pruned = await this.pruneShard(held[at]!, budget);
+      results[at]!.prunedJobs = pruned.prunedJobs;
+      results[at]!.fenced ||= pruned.fenced;
+    }
+    // The deployment-wide part: whoever holds shard 0 (one scheduler at a time, fenced by that lease).
+    const lowest = held.find((l) => l.shard === 0);
+    if (lowest) await this.runGlobal(lowest);
+    return results;
   }
 
   /** Moves the shard's finished jobs (and their attempts) to history, at most maxBatchesPerRound batches. */
