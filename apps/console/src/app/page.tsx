@@ -43,12 +43,12 @@ async function TenantDashboard({ tenantId }: { tenantId: string }) {
             <>
               <dt className="text-slate-500">History kept</dt>
               <dd data-testid="retention">
-                {overview.lifecycle.retentionDays} days (DLQ {overview.lifecycle.dlqRetentionDays})
+                {overview.lifecycle.retention_days} days (DLQ {overview.lifecycle.dlq_retention_days})
               </dd>
               <dt className="text-slate-500">Exported through</dt>
-              <dd title={overview.lifecycle.exportBeforePrune ? "Retention waits for an export" : "Retention does not wait for exports"}>
-                {overview.lifecycle.exportedThrough ? overview.lifecycle.exportedThrough.toISOString().slice(0, 16).replace("T", " ") : "never"}
-                {overview.lifecycle.exportBeforePrune ? " (required)" : ""}
+              <dd title={overview.lifecycle.export_before_prune ? "Retention waits for an export" : "Retention does not wait for exports"}>
+                {overview.lifecycle.exported_through ? overview.lifecycle.exported_through.toISOString().slice(0, 16).replace("T", " ") : "never"}
+                {overview.lifecycle.export_before_prune ? " (required)" : ""}
               </dd>
             </>
           ) : null}

@@ -9,7 +9,7 @@ export interface TenantOverview {
   schedules: number;
   apiKeys: number;
   /** Retention and export (issue #10); null only if the tenant vanished meanwhile. */
-  lifecycle: { retentionDays: number; dlqRetentionDays: number; exportBeforePrune: boolean; exportedThrough: Date | null } | null;
+  lifecycle: sql.TenantSettingsRow | null;
 }
 
 /** Counts for one tenant's dashboard; every query is scoped by tenant id. */
@@ -20,7 +20,7 @@ export async function getTenantOverview(tenantId: string): Promise<TenantOvervie
     prisma.queue.findMany({ where: { tenantId }, select: { name: true, paused: true }, orderBy: { name: "asc" } }),
     prisma.schedule.count({ where: { tenantId } }),
     prisma.apiKey.count({ where: { tenantId, revokedAt: null } }),
-    prisma.tenant.findUnique({ where: { id: tenantId }, select: { retentionDays: true, dlqRetentionDays: true, exportBeforePrune: true, exportedThrough: true } }),
+    sql.findTenantSettings(pool, tenantId),
   ]);
   const jobsByStatus = Object.fromEntries(JOB_STATUS_ORDER.map((s) => [s, 0])) as TenantOverview["jobsByStatus"];
   for (const g of groups) jobsByStatus[g.status] = g.n;
