@@ -298,6 +298,44 @@ export async function catchUp(ctx: Context, backlog: number, cap: number): Promi
 // ---------------------------------------------------------------------------------------------
 // 5. Scale: the claim with 10,000 and with 1,000,000 scheduled future jobs in the table.
 
+/**
+ * The claim statement as the dispatcher runs it, on 2,000 due jobs of a new tenant, before any scheduler
+ * runs: its plan (EXPLAIN, literals masked), then 200 timed runs, each in a transaction rolled back.
+ */
+async function probeClaim(ctx: Context, cluster: TickCluster): Promise<{ p50Ms: number; p99Ms: number; plan: string }> {
+  const tenant = await cluster.createTenant({ maxInFlight: 10_000 });
+  await cluster.createJobs(tenant, Array.from({ length: 2_000 }, (_, i) => ({ key: `probe-${i}`, url: ctx.sink.url })));
+  const claim = { shard: tenant.shard, epoch: "1", tenantId: tenant.id, limit: 100 };
+  const timings: number[] = [];
+  const plans: string[] = [];
+  const client = await cluster.pool.connect();
+  try {
+    await sql.claimDueJobs(explainer(client, plans), claim);
+    for (let i = 0; i < 200; i++) {
+      await client.query("BEGIN");
+      const t0 = performance.now();
+      await sql.claimDueJobs(client, claim);
+      timings.push(performance.now() - t0);
+      await client.query("ROLLBACK");
+    }
+  } finally {
+    client.release();
+  }
+  await cluster.pool.query(`DELETE FROM jobs WHERE tenant_id = $1`, [tenant.id]);
+  return { p50Ms: round(percentile(timings, 50)!), p99Ms: round(percentile(timings, 99)!), plan: normalizePlan(plans[0] ?? "") };
+}
+
+/** Starts a scheduler and a worker, then burns `dueJobs` jobs of a new tenant down end to end; jobs/s. */
+async function burnDownThrough(ctx: Context, cluster: TickCluster, label: string, dueJobs: number): Promise<number> {
+  await cluster.startScheduler();
+  await cluster.startWorker();
+  const workTenant = await cluster.createTenant({ maxInFlight: 10_000 });
+  const started = performance.now();
+  await cluster.createJobs(workTenant, Array.from({ length: dueJobs }, (_, i) => ({ key: `${label}-${i}`, url: ctx.sink.url })));
+  await until(ctx, `${label} burn-down`, async () => ({ ok: (await liveJobs(cluster.pool, workTenant.id)) === 0, progress: "" }), 600_000);
+  return Math.round(dueJobs / ((performance.now() - started) / 1000));
+}
+
 export interface ScaleResult {
   futureJobs: number;
   claimP50Ms: number;
@@ -325,39 +363,16 @@ export async function scale(ctx: Context, futureCounts: number[], dueJobs: numbe
           if (i % 20 === 19) ctx.log(`  ${((i + 1) * perTenant).toLocaleString("en")} future jobs inserted`);
         }
         await cluster.pool.query(`VACUUM ANALYZE jobs`);
-        // The claim statement itself, as the dispatcher runs it (in a transaction, rolled back here), on
-        // 2,000 due jobs of one tenant, before any scheduler runs.
-        const tenant = await cluster.createTenant({ maxInFlight: 10_000 });
-        await cluster.createJobs(tenant, Array.from({ length: 2_000 }, (_, i) => ({ key: `probe-${i}`, url: ctx.sink.url })));
-        const timings: number[] = [];
-        const client = await cluster.pool.connect();
-        try {
-          for (let i = 0; i < 200; i++) {
-            await client.query("BEGIN");
-            const t0 = performance.now();
-            await sql.claimDueJobs(client, { shard: tenant.shard, epoch: "1", tenantId: tenant.id, limit: 100 });
-            timings.push(performance.now() - t0);
-            await client.query("ROLLBACK");
-          }
-        } finally {
-          client.release();
-        }
-        await cluster.pool.query(`DELETE FROM jobs WHERE tenant_id = $1`, [tenant.id]);
+        const claim = await probeClaim(ctx, cluster);
         // Then real work end to end with the future jobs in place.
-        await cluster.startScheduler();
-        await cluster.startWorker();
-        const workTenant = await cluster.createTenant({ maxInFlight: 10_000 });
-        const started = performance.now();
-        await cluster.createJobs(workTenant, Array.from({ length: dueJobs }, (_, i) => ({ key: `s-${i}`, url: ctx.sink.url })));
-        await until(ctx, "scale burn-down", async () => ({ ok: (await liveJobs(cluster.pool, workTenant.id)) === 0, progress: "" }), 600_000);
-        const seconds = (performance.now() - started) / 1000;
+        const burnDownJobsPerSecond = await burnDownThrough(ctx, cluster, "scale", dueJobs);
         const memory = await cluster.memory();
         const r: ScaleResult = {
           futureJobs: perTenant * tenants.length,
-          claimP50Ms: round(percentile(timings, 50)!),
-          claimP99Ms: round(percentile(timings, 99)!),
+          claimP50Ms: claim.p50Ms,
+          claimP99Ms: claim.p99Ms,
           schedulerRssMb: round((memory["scheduler-1"] ?? 0) / 2 ** 20, 1),
-          burnDownJobsPerSecond: Math.round(dueJobs / seconds),
+          burnDownJobsPerSecond,
         };
         ctx.log(`  claim of 100: p50 ${r.claimP50Ms} ms, p99 ${r.claimP99Ms} ms; scheduler RSS ${r.schedulerRssMb} MB; ${r.burnDownJobsPerSecond} jobs/s`);
         return r;
@@ -435,43 +450,18 @@ export async function history(ctx: Context, historyCounts: number[], dueJobs: nu
         await cluster.pool.query(`VACUUM ANALYZE jobs`);
         await cluster.pool.query(`ANALYZE history.jobs`);
         await cluster.pool.query(`ANALYZE history.attempts`);
-        // The claim, as the dispatcher runs it, on 2,000 due jobs of one tenant, before any scheduler runs.
-        const tenant = await cluster.createTenant({ maxInFlight: 10_000 });
-        await cluster.createJobs(tenant, Array.from({ length: 2_000 }, (_, i) => ({ key: `probe-${i}`, url: ctx.sink.url })));
-        const claim = { shard: tenant.shard, epoch: "1", tenantId: tenant.id, limit: 100 };
-        const timings: number[] = [];
-        const plans: string[] = [];
-        const client = await cluster.pool.connect();
-        try {
-          await sql.claimDueJobs(explainer(client, plans), claim);
-          for (let i = 0; i < 200; i++) {
-            await client.query("BEGIN");
-            const t0 = performance.now();
-            await sql.claimDueJobs(client, claim);
-            timings.push(performance.now() - t0);
-            await client.query("ROLLBACK");
-          }
-        } finally {
-          client.release();
-        }
-        await cluster.pool.query(`DELETE FROM jobs WHERE tenant_id = $1`, [tenant.id]);
+        const claim = await probeClaim(ctx, cluster);
         // Then real work end to end while the maintenance loop deletes the expired history in batches.
         const historyBefore = Number((await cluster.pool.query<{ n: string }>(`SELECT count(*) AS n FROM history.jobs`)).rows[0]!.n);
-        await cluster.startScheduler();
-        await cluster.startWorker();
-        const workTenant = await cluster.createTenant({ maxInFlight: 10_000 });
-        const started = performance.now();
-        await cluster.createJobs(workTenant, Array.from({ length: dueJobs }, (_, i) => ({ key: `h-${i}`, url: ctx.sink.url })));
-        await until(ctx, "history burn-down", async () => ({ ok: (await liveJobs(cluster.pool, workTenant.id)) === 0, progress: "" }), 600_000);
-        const seconds = (performance.now() - started) / 1000;
+        const burnDownJobsPerSecond = await burnDownThrough(ctx, cluster, "history", dueJobs);
         const historyAfter = Number((await cluster.pool.query<{ n: string }>(`SELECT count(*) AS n FROM history.jobs`)).rows[0]!.n);
         const hot = Number((await cluster.pool.query<{ n: string }>(`SELECT count(*) AS n FROM jobs`)).rows[0]!.n);
         const r: HistoryResult = {
           historyJobs: perTenant * tenants.length,
-          claimP50Ms: round(percentile(timings, 50)!),
-          claimP99Ms: round(percentile(timings, 99)!),
-          plan: normalizePlan(plans[0] ?? ""),
-          burnDownJobsPerSecond: Math.round(dueJobs / seconds),
+          claimP50Ms: claim.p50Ms,
+          claimP99Ms: claim.p99Ms,
+          plan: claim.plan,
+          burnDownJobsPerSecond,
           historyDeletedDuringBurnDown: Math.max(0, historyBefore - historyAfter),
           hotTableJobs: hot,
         };
