@@ -1,4 +1,5 @@
 export * from "./client.js";
+export * from "./commit-outcome.js";
 export * from "./api-keys.js";
 export * from "./passwords.js";
 export * from "./shards.js";

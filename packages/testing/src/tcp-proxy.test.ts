@@ -216,3 +216,30 @@ describe("startTcpProxy in front of Postgres", () => {
     expect(again.errors).toEqual([]);
   });
 });
+
+describe("TcpProxy.cutAfterRequest", () => {
+  it("lets the matched request reach the server, drops its answer and resets only that connection", async () => {
+    const target = new URL(DATABASE_URL);
+    const proxy = await startTcpProxy({ targetHost: target.hostname, targetPort: Number(target.port || 5432) });
+    cleanups.push(() => proxy.close());
+    const url = proxy.url(DATABASE_URL);
+    const direct = new pg.Client({ connectionString: DATABASE_URL });
+    await direct.connect();
+    cleanups.push(() => direct.end());
+    const table = `proxy_trap_${process.pid}_${Date.now()}`;
+    await direct.query(`CREATE TABLE ${table} (n int)`);
+    cleanups.push(() => direct.query(`DROP TABLE IF EXISTS ${table}`));
+
+    const { client } = await newPgClient(url);
+    await client.query("BEGIN");
+    await client.query(`INSERT INTO ${table} VALUES (1)`);
+    const sprung = proxy.cutAfterRequest((chunk) => chunk.includes("COMMIT"));
+    await expect(client.query("COMMIT")).rejects.toThrow();
+    await sprung;
+    // The client heard nothing, yet the server committed.
+    expect((await direct.query<{ n: number }>(`SELECT n FROM ${table}`)).rows).toEqual([{ n: 1 }]);
+    // The trap was one-shot: a new connection works as before.
+    const again = await newPgClient(url);
+    expect((await again.client.query<{ two: number }>("select 2 as two")).rows).toEqual([{ two: 2 }]);
+  });
+});

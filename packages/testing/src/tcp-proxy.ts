@@ -1,4 +1,5 @@
 import net from "node:net";
+import { Transform } from "node:stream";
 
 export interface TcpProxyOptions {
   targetHost: string;
@@ -14,6 +15,12 @@ export interface TcpProxy {
   /** Resets every open connection and, until restore(), every new one: clients fail fast, never hang. */
   cut(): void;
   restore(): void;
+  /**
+   * Arms a one-shot trap for "the connection broke after the server acted": the first client-to-server
+   * chunk `match` accepts (say, a COMMIT) is forwarded, the server's answer to it is dropped, and that
+   * connection is reset. The server did the work; the client never hears. Resolves once it has sprung.
+   */
+  cutAfterRequest(match: (chunk: Buffer) => boolean): Promise<void>;
   /** Open client connections (each with its upstream). */
   connections(): number;
   /** Resets every connection and stops listening; safe to call twice. */
@@ -33,6 +40,7 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
   const { targetHost, targetPort, listenPort = 0 } = options;
   const pairs = new Set<Pair>();
   let isCut = false;
+  let trap: { match: (chunk: Buffer) => boolean; sprung: () => void } | null = null;
 
   // allowHalfOpen on both sides so a client's FIN is forwarded as a FIN rather than closing the whole
   // pair before the target's reply has come back; a pair is torn down only once a side is fully closed.
@@ -55,8 +63,31 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
     upstream.on("error", teardown);
     client.on("close", teardown);
     upstream.on("close", teardown);
-    client.pipe(upstream);
-    upstream.pipe(client);
+    // Both directions pass through a Transform so a trap can see requests and drop the answer to one.
+    let trapped: (() => void) | null = null;
+    const toServer = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        if (trap && trapped === null && trap.match(chunk)) {
+          trapped = trap.sprung;
+          trap = null;
+        }
+        done(null, chunk);
+      },
+    });
+    const toClient = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        if (trapped === null) return done(null, chunk);
+        // The server has answered the trapped request: it acted. Drop the answer and reset the client.
+        const sprung = trapped;
+        pairs.delete(pair);
+        reset(client);
+        upstream.destroy();
+        sprung();
+        done();
+      },
+    });
+    client.pipe(toServer).pipe(upstream);
+    upstream.pipe(toClient).pipe(client);
   });
   // After listen succeeded the server has nothing useful to report; an unhandled 'error' would crash the test.
   const listenError = new Promise<never>((_, reject) => server.once("error", reject));
@@ -91,6 +122,11 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
     },
     restore() {
       isCut = false;
+    },
+    cutAfterRequest(match) {
+      return new Promise<void>((resolve) => {
+        trap = { match, sprung: resolve };
+      });
     },
     connections: () => pairs.size,
     async close() {
