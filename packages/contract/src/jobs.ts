@@ -1,8 +1,9 @@
 import { z } from "zod";
-import { backoffPolicySchema } from "@tick/core";
+import { backoffPolicySchema, idempotencyKeySchema, JOB_STATES } from "@tick/core";
 import { nullableTimestamp, page, pageQuery, problemSchema, timestamp, uuid } from "./common.js";
 
-export const JOB_STATUSES = ["scheduled", "dispatched", "running", "succeeded", "dead", "cancelled", "expired"] as const;
+/** The job states of the state machine in @tick/core, as the API names them. */
+export const JOB_STATUSES = JOB_STATES;
 export const jobStatusSchema = z.enum(JOB_STATUSES);
 
 /** Header names a tenant may not set on its own request: they belong to the transport or to Tick. */
@@ -143,7 +144,7 @@ export const jobPageSchema = page(jobSchema).meta({ id: "JobPage" });
 export const batchCreateSchema = z
   .object({
     jobs: z
-      .array(z.looseObject({ idempotencyKey: z.string().min(1).max(255).optional() }).meta({ description: "A CreateJob plus an optional idempotencyKey" }))
+      .array(z.looseObject({ idempotencyKey: idempotencyKeySchema.optional() }).meta({ description: "A CreateJob plus an optional idempotencyKey" }))
       .min(1)
       .max(1000),
   })

@@ -19,6 +19,7 @@ const CASES: [ErrorCode, number, string][] = [
   ["rate_limited", 429, "https://tick.dev/problems/rate-limited"],
   ["quota_exceeded", 429, "https://tick.dev/problems/quota-exceeded"],
   ["database_unavailable", 503, "https://tick.dev/problems/database-unavailable"],
+  ["outcome_unknown", 503, "https://tick.dev/problems/outcome-unknown"],
   ["service_unavailable", 503, "https://tick.dev/problems/service-unavailable"],
   ["internal", 500, "https://tick.dev/problems/internal"],
 ];

@@ -25,6 +25,9 @@ export const ERROR_CODES = {
   rate_limited: { status: 429, title: "Rate limit exceeded" },
   quota_exceeded: { status: 429, title: "Quota exceeded" },
   database_unavailable: { status: 503, title: "Database unavailable" },
+  // The connection broke while a write was committing: it may or may not have taken effect. Distinct from
+  // database_unavailable (nothing was changed) so a client never mistakes one for the other.
+  outcome_unknown: { status: 503, title: "Outcome unknown" },
   service_unavailable: { status: 503, title: "Service unavailable" },
   internal: { status: 500, title: "Internal server error" },
 } as const satisfies Record<string, { status: number; title: string }>;

@@ -9,3 +9,4 @@ export * from "./fairness.js";
 export * from "./attempt-message.js";
 export * from "./dependency.js";
 export * from "./replay.js";
+export * from "./idempotency.js";

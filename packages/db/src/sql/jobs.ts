@@ -119,14 +119,34 @@ export async function releaseExpiredIdempotencyKeys(db: Queryable, tenantId: str
   return rowCount ?? 0;
 }
 
-/** The jobs holding these keys (live or in history), with the key and request hash they were created with. */
-export async function findJobsByIdempotencyKeys(db: Queryable, tenantId: string, keys: string[]): Promise<JobRow[]> {
+/**
+ * The jobs holding these keys (live or in history), with the key and request hash they were created with,
+ * and whether the key's window has ended by the database clock (then it may be released and taken again).
+ */
+export async function findJobsByIdempotencyKeys(db: Queryable, tenantId: string, keys: string[]): Promise<(JobRow & { key_expired: boolean })[]> {
   if (keys.length === 0) return [];
-  const { rows } = await db.query<JobRow>(
-    `SELECT j.*, k.key AS idempotency_key, k.request_hash AS request_hash
+  const { rows } = await db.query<JobRow & { key_expired: boolean }>(
+    `SELECT j.*, k.key AS idempotency_key, k.request_hash AS request_hash, k.expires_at <= now() AS key_expired
        FROM idempotency_keys k JOIN ${JOBS_ALL} j ON j.id = k.job_id AND j.tenant_id = k.tenant_id
       WHERE k.tenant_id = $1 AND k.key = ANY($2::text[])`,
     [tenantId, keys],
+  );
+  return rows;
+}
+
+export interface QueueDefaultsRow {
+  id: string;
+  name: string;
+  default_max_attempts: number;
+  default_backoff: unknown;
+  default_timeout_ms: number;
+}
+
+/** The named queues of a tenant with the defaults a new job takes from them. */
+export async function findQueuesByName(db: Queryable, tenantId: string, names: string[]): Promise<QueueDefaultsRow[]> {
+  const { rows } = await db.query<QueueDefaultsRow>(
+    `SELECT id, name, default_max_attempts, default_backoff, default_timeout_ms FROM queues WHERE tenant_id = $1 AND name = ANY($2::text[])`,
+    [tenantId, names],
   );
   return rows;
 }

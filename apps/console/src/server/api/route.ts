@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { AppError } from "@tick/core";
+import { AppError, IDEMPOTENCY_KEY_MAX_LENGTH, idempotencyKeySchema } from "@tick/core";
 import { hasScope, routes, type RouteName } from "@tick/contract";
 import { getContext } from "../context";
 import { getEnv, type ConsoleEnv } from "../env";
@@ -104,8 +104,8 @@ export function apiRoute<N extends RouteName>(
         body = options.rawBody ? json : route.body.parse(json);
       }
       const idempotencyKey = route.idempotent ? request.headers.get("idempotency-key") : null;
-      if (idempotencyKey !== null && (idempotencyKey.length === 0 || idempotencyKey.length > 255)) {
-        throw new AppError("bad_request", "Idempotency-Key must be 1 to 255 characters.");
+      if (idempotencyKey !== null && !idempotencyKeySchema.safeParse(idempotencyKey).success) {
+        throw new AppError("bad_request", `Idempotency-Key must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} characters.`);
       }
       const result = await handler({ principal, params, query, body, idempotencyKey, request } as ApiRequest<N>);
       const headers = { "cache-control": "no-store", ...result.headers };

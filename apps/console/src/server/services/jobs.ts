@@ -1,7 +1,7 @@
-import { createHash, randomUUID } from "node:crypto";
-import { AppError, dependencyOf, toProblem, type Cidr, type Problem } from "@tick/core";
+import { randomUUID } from "node:crypto";
+import { AppError, decideIdempotency, dependencyOf, requestHash, toProblem, type Cidr, type Problem } from "@tick/core";
 import { createJobSchema, type CreateJob, type Job } from "@tick/contract";
-import { inTransaction, isDatabaseUnavailable, sql } from "@tick/db";
+import { inTransaction, isCommitOutcomeUnknown, isDatabaseUnavailable, sql } from "@tick/db";
 import type pg from "pg";
 import type { Admit, AdmissionResult } from "../api/admission";
 import type { ApiPrincipal } from "../api/authenticate";
@@ -35,19 +35,6 @@ interface Prepared {
   job: CreateJob;
   key: string | null;
   hash: string;
-}
-
-/** Canonical JSON (sorted keys) so the same request always hashes the same. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-  if (value && typeof value === "object") {
-    return `{${Object.keys(value)
-      .sort()
-      .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
-      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
-      .join(",")}}`;
-  }
-  return JSON.stringify(value);
 }
 
 const failure = (err: unknown): CreateOutcome => {
@@ -88,7 +75,7 @@ export async function createJobs(
         outcomes[index] = failure(err);
         return;
       }
-      prepared.push({ index, job: parsed.data, key: item.idempotencyKey, hash: createHash("sha256").update(canonical(parsed.data)).digest("hex") });
+      prepared.push({ index, job: parsed.data, key: item.idempotencyKey, hash: await requestHash(parsed.data) });
     }),
   );
   prepared.sort((a, b) => a.index - b.index);
@@ -110,22 +97,22 @@ export async function createJobs(
 
   // 3. One transaction: idempotency, quota, insert.
   if (admitted.length) {
-    let committing = false;
     try {
-      await inTransaction(deps.pool, async (client) => {
-        await resolveInTransaction(client, deps, principal, admitted, outcomes);
-        committing = true;
-      });
+      await inTransaction(deps.pool, (client) => resolveInTransaction(client, deps, principal, admitted, outcomes));
     } catch (err) {
-      if (!isDatabaseUnavailable(err)) throw err;
       // Before COMMIT was sent nothing exists; if the connection broke during COMMIT we cannot know.
-      throw new AppError(
-        "database_unavailable",
-        committing
-          ? "The database connection was lost while committing: the job may or may not exist. Retry with the same Idempotency-Key to find out."
-          : "The database is unreachable; nothing was created. Retry later (with the same Idempotency-Key).",
-        { retryAfterSeconds: 5, cause: err },
-      );
+      if (isCommitOutcomeUnknown(err)) {
+        throw new AppError(
+          "outcome_unknown",
+          "The database connection was lost while committing: the job may or may not exist. Retry with the same Idempotency-Key to find out.",
+          { retryAfterSeconds: 5, cause: err },
+        );
+      }
+      if (!isDatabaseUnavailable(err)) throw err;
+      throw new AppError("database_unavailable", "The database is unreachable; nothing was created. Retry later (with the same Idempotency-Key).", {
+        retryAfterSeconds: 5,
+        cause: err,
+      });
     }
   }
   const created = outcomes.flatMap((o) => (o && "job" in o && o.status === 201 ? [Date.parse(o.job.dueAt)] : []));
@@ -143,30 +130,28 @@ async function resolveInTransaction(
 ): Promise<void> {
   const tenant = principal.tenant;
   const keys = [...new Set(items.flatMap((p) => (p.key ? [p.key] : [])))];
-  await sql.releaseExpiredIdempotencyKeys(client, tenant.id, keys);
-
   const queueNames = [...new Set(items.map((p) => p.job.queue))];
-  const { rows: queues } = await client.query<{ id: string; name: string; default_max_attempts: number; default_backoff: unknown; default_timeout_ms: number }>(
-    `SELECT id, name, default_max_attempts, default_backoff, default_timeout_ms FROM queues WHERE tenant_id = $1 AND name = ANY($2::text[])`,
-    [tenant.id, queueNames],
-  );
+  const queues = await sql.findQueuesByName(client, tenant.id, queueNames);
   const queueByName = new Map(queues.map((q) => [q.name, q]));
-
-  const settleWithExisting = (existing: Map<string, sql.JobRow>, p: Prepared): boolean => {
-    const row = p.key ? existing.get(p.key) : undefined;
-    if (!row) return false;
-    outcomes[p.index] =
-      row.request_hash === p.hash
-        ? { status: 200, job: jobView(row, queueName(row.queue_id)), replayed: true }
-        : failure(new AppError("idempotency_key_reused", `Idempotency-Key "${p.key}" was already used with a different request body.`));
-    return true;
-  };
   const queueName = (queueId: string) => queues.find((q) => q.id === queueId)?.name ?? "";
-  const byKey = (rows: sql.JobRow[]) => new Map(rows.map((r) => [r.idempotency_key!, r]));
+  const byKey = (rows: (sql.JobRow & { key_expired: boolean })[]) => new Map(rows.map((r) => [r.idempotency_key!, r]));
+
+  /** Settles a replay or a conflict against the key's stored job; false when the item is to be created. */
+  const releasable: string[] = [];
+  const settled = (stored: ReturnType<typeof byKey>, p: Prepared): boolean => {
+    const row = p.key ? stored.get(p.key) : undefined;
+    const decision = decideIdempotency(row && { requestHash: row.request_hash, expired: row.key_expired }, p.hash);
+    if (decision === "replay") outcomes[p.index] = { status: 200, job: jobView(row!, queueName(row!.queue_id)), replayed: true };
+    else if (decision === "conflict") outcomes[p.index] = failure(new AppError("idempotency_key_reused", `Idempotency-Key "${p.key}" was already used with a different request body.`));
+    else if (decision === "expired") releasable.push(p.key!);
+    return decision === "replay" || decision === "conflict";
+  };
 
   // Replays first: they neither count against the quota nor insert anything.
-  const existing = byKey(await sql.findJobsByIdempotencyKeys(client, tenant.id, keys));
-  let fresh = items.filter((p) => !settleWithExisting(existing, p));
+  const stored = byKey(await sql.findJobsByIdempotencyKeys(client, tenant.id, keys));
+  let fresh = items.filter((p) => !settled(stored, p));
+  // Keys past their window are released so this request can take them (the insert's ON CONFLICT decides).
+  if (releasable.length) await sql.releaseExpiredIdempotencyKeys(client, tenant.id, [...new Set(releasable)]);
   fresh = fresh.filter((p) => {
     if (queueByName.has(p.job.queue)) return true;
     outcomes[p.index] = failure(
@@ -227,7 +212,7 @@ async function resolveInTransaction(
   if (lost.length) {
     const winners = byKey(await sql.findJobsByIdempotencyKeys(client, tenant.id, lost.map((p) => p.key!)));
     for (const p of lost) {
-      if (!settleWithExisting(winners, p)) {
+      if (!settled(winners, p)) {
         outcomes[p.index] = failure(new AppError("conflict", "The job could not be created; retry the request."));
       }
     }

@@ -1,4 +1,4 @@
-import { AppError } from "@tick/core";
+import { AppError, idempotencyKeySchema } from "@tick/core";
 import { getJobDeps } from "@/server/api/deps";
 import { rateLimitHeaders } from "@/server/api/admission";
 import { apiRoute } from "@/server/api/route";
@@ -19,8 +19,9 @@ export const POST = apiRoute(
     const items = raw.jobs.map((item) => {
       const { idempotencyKey, ...input } = (item && typeof item === "object" ? item : {}) as Record<string, unknown>;
       if (idempotencyKey === undefined) return { input, idempotencyKey: null };
-      if (typeof idempotencyKey === "string" && idempotencyKey.length > 0 && idempotencyKey.length <= 255) return { input, idempotencyKey };
-      const message = "must be a string of 1 to 255 characters";
+      const key = idempotencyKeySchema.safeParse(idempotencyKey);
+      if (key.success) return { input, idempotencyKey: key.data };
+      const message = key.error.issues[0]?.message ?? "is invalid";
       return {
         input,
         idempotencyKey: null,

@@ -1,0 +1,59 @@
+import { z } from "zod";
+
+/**
+ * Idempotency keys, in one place: the key's shape, the request fingerprint a key is bound to, and what a
+ * create does when it meets a stored key. Pure apart from hashing (Web Crypto, so this module also loads
+ * in the browser bundle that imports the contract).
+ */
+
+export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
+
+/** An Idempotency-Key header value or a batch item's idempotencyKey: 1 to 255 characters. */
+export const idempotencyKeySchema = z
+  .string({ error: `must be a string of 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} characters` })
+  .min(1, { error: `must be a string of 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} characters` })
+  .max(IDEMPOTENCY_KEY_MAX_LENGTH, { error: `must be a string of 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} characters` });
+
+/**
+ * Canonical JSON: object keys sorted, `undefined` members dropped, no whitespace. Two requests that differ
+ * only in key order or formatting have the same canonical form; any changed value changes it.
+ */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? "null" : canonicalJson(v))).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const record = value as Record<string, unknown>;
+    return `{${Object.keys(record)
+      .sort()
+      .filter((k) => record[k] !== undefined)
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(record[k])}`)
+      .join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+/** The fingerprint a key is bound to: SHA-256 (hex) of the request's canonical JSON. */
+export async function requestHash(request: unknown): Promise<string> {
+  const digest = await globalThis.crypto.subtle.digest("SHA-256", new TextEncoder().encode(canonicalJson(request)));
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** A key as stored: the fingerprint of the request that took it, and whether its window has ended. */
+export interface StoredIdempotencyKey {
+  requestHash: string | null;
+  /** Past its expiry (judged by the database clock): the key may be released and taken again. */
+  expired: boolean;
+}
+
+/**
+ * - fresh: no stored key; create, taking the key.
+ * - replay: the same request again; answer with what the first one created, create nothing.
+ * - conflict: the key is bound to a different request; refuse (422 idempotency_key_reused).
+ * - expired: the stored key's window ended; release it, then create as if fresh.
+ */
+export type IdempotencyDecision = "fresh" | "replay" | "conflict" | "expired";
+
+export function decideIdempotency(stored: StoredIdempotencyKey | null | undefined, hash: string): IdempotencyDecision {
+  if (!stored) return "fresh";
+  if (stored.expired) return "expired";
+  return stored.requestHash === hash ? "replay" : "conflict";
+}
