@@ -51,3 +51,44 @@ test("a job created through the API is dispatched, executed against its endpoint
     server.close();
   }
 });
+
+test("cancel between retries says earlier attempts ran: the target acted once (answered 500), then the cancel is cancelled_after_attempts, and a repeat answers the same", async () => {
+  let hits = 0;
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      hits += 1;
+      res.writeHead(500).end("the target acted, then failed");
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  const port = (server.address() as AddressInfo).port;
+  try {
+    const created = await client.call("createJob", {
+      body: { target: { url: `http://127.0.0.1:${port}/charge` }, maxAttempts: 3, backoff: { strategy: "fixed", baseMs: 600_000, maxMs: 600_000, jitter: "none" } },
+      idempotencyKey: `cancel-between-retries-${Date.now()}`,
+    });
+    if (!created.ok) throw new Error(JSON.stringify(created.problem));
+    // Attempt 1 reached the target and failed; the job waits ten minutes for its retry.
+    await expect
+      .poll(async () => {
+        const job = await client.call("getJob", { params: { id: created.body.id } });
+        return job.ok ? `${job.body.status}/${job.body.attemptCount}` : "unknown";
+      }, { timeout: 20_000 })
+      .toBe("scheduled/1");
+    expect(hits).toBe(1);
+
+    const cancelled = await client.call("cancelJob", { params: { id: created.body.id } });
+    expect(cancelled.status).toBe(200);
+    if (!cancelled.ok) throw new Error(JSON.stringify(cancelled.problem));
+    expect(cancelled.body).toMatchObject({ outcome: "cancelled_after_attempts", attemptsStarted: 1, repeated: false, job: { status: "cancelled" } });
+
+    const again = await client.call("cancelJob", { params: { id: created.body.id } });
+    expect(again.status).toBe(200);
+    if (!again.ok) throw new Error(JSON.stringify(again.problem));
+    expect(again.body).toMatchObject({ outcome: "cancelled_after_attempts", attemptsStarted: 1, repeated: true });
+    expect(hits).toBe(1);
+  } finally {
+    await new Promise((r) => server.close(r));
+  }
+});

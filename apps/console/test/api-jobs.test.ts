@@ -254,12 +254,40 @@ describe("POST /api/v1/jobs/{id}/cancel", () => {
     const res = await client.call("cancelJob", { params: { id: created.body.id } });
     expect(res.status).toBe(200);
     if (!res.ok) throw new Error("expected success");
-    expect(res.body.outcome).toBe("cancelled");
+    expect(res.body).toMatchObject({ outcome: "cancelled", attemptsStarted: 0, repeated: false });
     expect(res.body.job).toMatchObject({ status: "cancelled", version: 2 });
+    // A repeat (a client that lost the first answer) is answered as one, changing nothing.
     const again = await client.call("cancelJob", { params: { id: created.body.id } });
-    expect(again.status).toBe(409);
+    expect(again.status).toBe(200);
+    if (!again.ok) throw new Error("expected success");
+    expect(again.body).toMatchObject({ outcome: "cancelled", attemptsStarted: 0, repeated: true, job: { status: "cancelled", version: 2 } });
+    const audits = await suite.h.prisma.auditLog.findMany({ where: { tenantId: suite.a.id, action: "job.cancelled", targetId: created.body.id } });
+    expect(audits.map((a) => a.actorId)).toEqual([suite.a.keyId]);
+  });
+
+  it("a job waiting for its retry is cancelled_after_attempts: the earlier attempt may have had its effect", async () => {
+    const client = suite.h.client(suite.a.apiKey);
+    const created = await client.call("createJob", { body: jobBody() });
+    if (!created.ok) throw new Error("create failed");
+    // What a failed first attempt leaves (the worker's retry decision): back to scheduled, one attempt made.
+    await suite.h.prisma.$executeRaw`UPDATE jobs SET attempt_count = 1, version = 4, fencing_token = 1 WHERE id = ${created.body.id}::uuid`;
+    const res = await client.call("cancelJob", { params: { id: created.body.id } });
+    expect(res.status).toBe(200);
+    if (!res.ok) throw new Error("expected success");
+    expect(res.body).toMatchObject({ outcome: "cancelled_after_attempts", attemptsStarted: 1, repeated: false, job: { status: "cancelled" } });
     const audit = await suite.h.prisma.auditLog.findFirst({ where: { tenantId: suite.a.id, action: "job.cancelled", targetId: created.body.id } });
-    expect(audit?.actorId).toBe(suite.a.keyId);
+    expect(audit?.details).toMatchObject({ attemptsStarted: 1 });
+  });
+
+  it("a job that finished otherwise is 409 with its status", async () => {
+    const client = suite.h.client(suite.a.apiKey);
+    const created = await client.call("createJob", { body: jobBody() });
+    if (!created.ok) throw new Error("create failed");
+    await suite.h.prisma.$executeRaw`UPDATE jobs SET status = 'succeeded', attempt_count = 1, finished_at = now() WHERE id = ${created.body.id}::uuid`;
+    const res = await client.call("cancelJob", { params: { id: created.body.id } });
+    expect(res.status).toBe(409);
+    if (res.ok) throw new Error("expected a problem");
+    expect(res.problem).toMatchObject({ type: problemType("conflict"), jobStatus: "succeeded" });
   });
 
   it("cancels a dispatched job and discards its unstarted attempt", async () => {
@@ -285,10 +313,15 @@ describe("POST /api/v1/jobs/{id}/cancel", () => {
     const res = await client.call("cancelJob", { params: { id: created.body.id } });
     expect(res.status).toBe(202);
     if (!res.ok) throw new Error("expected success");
-    expect(res.body.outcome).toBe("running");
+    expect(res.body).toMatchObject({ outcome: "running", repeated: false });
     expect(res.body.job.status).toBe("running");
     expect(res.body.job.version).toBe(3);
     expect(res.body.job.cancelRequestedAt).not.toBeNull();
+    const again = await client.call("cancelJob", { params: { id: created.body.id } });
+    expect(again.status).toBe(202);
+    if (!again.ok) throw new Error("expected success");
+    expect(again.body).toMatchObject({ outcome: "running", repeated: true, job: { cancelRequestedAt: res.body.job.cancelRequestedAt } });
+    expect(await suite.h.prisma.auditLog.count({ where: { tenantId: suite.a.id, action: "job.cancel_requested", targetId: created.body.id } })).toBe(1);
   });
 });
 

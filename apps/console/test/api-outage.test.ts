@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { itConformsToOpenApi, jobBody, useConsole } from "./harness";
+import type { ApiResult } from "@tick/client";
+import type { RouteName } from "@tick/contract";
+import { itConformsToOpenApi, jobBody, useConsole, type ConsoleHarness } from "./harness";
 
 const suite = useConsole();
 
@@ -43,6 +45,113 @@ describe("database unreachable (S3)", () => {
       suite.h.dbProxy.restore();
     }
     expect((await fetch(`${suite.h.baseUrl}/readyz`)).status).toBe(200);
+  });
+});
+
+/**
+ * The connection breaks while `call`'s transaction is committing: Postgres commits, the console never
+ * hears. The answer must be 503 outcome-unknown (never "nothing was changed"), the change must be there,
+ * and repeating the request must be answered as a repeat.
+ */
+async function duringCommitCut(h: ConsoleHarness, call: () => Promise<ApiResult<RouteName>>): Promise<ApiResult<RouteName>> {
+  const sprung = h.dbProxy.cutAfterRequest((chunk) => chunk.includes("COMMIT"));
+  const res = await call();
+  await sprung;
+  expect(res.status).toBe(503);
+  if (res.ok) throw new Error("expected a problem");
+  expect(res.problem.type).toBe("https://tick.dev/problems/outcome-unknown");
+  expect(Number(res.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+  return res;
+}
+
+describe("connection lost during COMMIT: every write answers outcome-unknown, and a repeat answers as one", () => {
+  const audits = (action: string, targetId?: string) => suite.h.prisma.auditLog.count({ where: { tenantId: suite.a.id, action, ...(targetId ? { targetId } : {}) } });
+
+  it("create: the job exists; the retry with the same Idempotency-Key is the replay (200)", async () => {
+    const client = suite.h.client(suite.a.apiKey);
+    await duringCommitCut(suite.h, () => client.call("createJob", { body: jobBody(), idempotencyKey: "cut-during-commit" }));
+    expect(await suite.h.prisma.job.count({ where: { tenantId: suite.a.id, idempotencyKey: "cut-during-commit" } })).toBe(1);
+    const retry = await client.call("createJob", { body: jobBody(), idempotencyKey: "cut-during-commit" });
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get("idempotent-replayed")).toBe("true");
+  });
+
+  it("cancel: the job is cancelled; the retry is 200 repeated (not 409 'already finished')", async () => {
+    const client = suite.h.client(suite.a.apiKey);
+    const created = await client.call("createJob", { body: jobBody() });
+    if (!created.ok) throw new Error(JSON.stringify(created.problem));
+    const lost = await duringCommitCut(suite.h, () => client.call("cancelJob", { params: { id: created.body.id } }));
+    expect(!lost.ok && lost.problem.detail).toMatch(/may or may not/);
+    expect((await suite.h.prisma.job.findUniqueOrThrow({ where: { id: created.body.id } })).status).toBe("cancelled");
+    const retry = await client.call("cancelJob", { params: { id: created.body.id } });
+    expect(retry.status).toBe(200);
+    expect(retry.ok && retry.body).toMatchObject({ outcome: "cancelled", repeated: true, attemptsStarted: 0 });
+    expect(await audits("job.cancelled", created.body.id)).toBe(1);
+  });
+
+  it("queue pause and resume: the change is made and audited once; the retries answer 200 with the same state", async () => {
+    const client = suite.h.client(suite.a.apiKey);
+    await duringCommitCut(suite.h, () => client.call("pauseQueue", { params: { name: "default" } }));
+    expect((await suite.h.prisma.queue.findFirstOrThrow({ where: { tenantId: suite.a.id, name: "default" } })).paused).toBe(true);
+    const pausedAgain = await client.call("pauseQueue", { params: { name: "default" } });
+    expect(pausedAgain.ok && pausedAgain.body.paused).toBe(true);
+    await duringCommitCut(suite.h, () => client.call("resumeQueue", { params: { name: "default" } }));
+    expect((await suite.h.prisma.queue.findFirstOrThrow({ where: { tenantId: suite.a.id, name: "default" } })).paused).toBe(false);
+    const resumedAgain = await client.call("resumeQueue", { params: { name: "default" } });
+    expect(resumedAgain.ok && resumedAgain.body.paused).toBe(false);
+  });
+
+  it("schedule pause: paused and audited; the retry answers 200 paused", async () => {
+    const client = suite.h.client(suite.a.apiKey);
+    const created = await client.call("createSchedule", { body: { name: "cut-commit", cron: "0 3 * * *", timezone: "UTC", job: { target: { url: "https://93.184.216.34/report" } } } });
+    if (!created.ok) throw new Error(JSON.stringify(created.problem));
+    await duringCommitCut(suite.h, () => client.call("pauseSchedule", { params: { id: created.body.id } }));
+    expect((await suite.h.prisma.schedule.findUniqueOrThrow({ where: { id: created.body.id } })).paused).toBe(true);
+    expect(await audits("schedule.paused", created.body.id)).toBe(1);
+    const retry = await client.call("pauseSchedule", { params: { id: created.body.id } });
+    expect(retry.ok && retry.body.paused).toBe(true);
+  });
+
+  it("replay pause: paused and audited once; the retry answers 200 paused", async () => {
+    const client = suite.h.client(suite.a.apiKey);
+    const dead = await client.call("createJob", { body: jobBody() });
+    if (!dead.ok) throw new Error(JSON.stringify(dead.problem));
+    await suite.h.prisma.job.update({ where: { id: dead.body.id }, data: { status: "dead", attemptCount: 1, finishedAt: new Date() } });
+    const replay = await client.call("createDlqReplay", { body: { jobIds: [dead.body.id] } });
+    if (!replay.ok) throw new Error(JSON.stringify(replay.problem));
+    const id = (replay.body as { id: string }).id;
+    await duringCommitCut(suite.h, () => client.call("pauseDlqReplay", { params: { id } }));
+    expect((await suite.h.prisma.dlqReplay.findUniqueOrThrow({ where: { id } })).status).toBe("paused");
+    const retry = await client.call("pauseDlqReplay", { params: { id } });
+    expect(retry.ok && retry.body.status).toBe("paused");
+    expect(await audits("dlq.replay.paused", id)).toBe(1);
+    await client.call("cancelDlqReplay", { params: { id } });
+  });
+
+  it("key revoke: revoked and audited once; the retry answers 200 with the revoked key", async () => {
+    const { keyId } = await suite.h.addKey(suite.a.id, ["jobs:read"]);
+    const client = suite.h.client(suite.a.apiKey);
+    await duringCommitCut(suite.h, () => client.call("revokeApiKey", { params: { id: keyId } }));
+    expect((await suite.h.prisma.apiKey.findUniqueOrThrow({ where: { id: keyId } })).revokedAt).not.toBeNull();
+    const retry = await client.call("revokeApiKey", { params: { id: keyId } });
+    expect(retry.ok && retry.body.revokedAt).not.toBeNull();
+    expect(await audits("api_key.revoked", keyId)).toBe(1);
+  });
+
+  it("a cut before COMMIT still answers database-unavailable, and nothing changed", async () => {
+    const client = suite.h.client(suite.a.apiKey);
+    const created = await client.call("createJob", { body: jobBody() });
+    if (!created.ok) throw new Error(JSON.stringify(created.problem));
+    suite.h.dbProxy.cut();
+    let res;
+    try {
+      res = await client.call("cancelJob", { params: { id: created.body.id } });
+    } finally {
+      suite.h.dbProxy.restore();
+    }
+    expect(res.status).toBe(503);
+    expect(!res.ok && res.problem.type).toBe("https://tick.dev/problems/database-unavailable");
+    expect((await suite.h.prisma.job.findUniqueOrThrow({ where: { id: created.body.id } })).status).toBe("scheduled");
   });
 });
 

@@ -164,12 +164,22 @@ export const batchResultSchema = z
   })
   .meta({ id: "BatchCreateResult" });
 
+export const CANCEL_OUTCOMES = ["cancelled", "cancelled_after_attempts", "running"] as const;
+export type CancelOutcome = (typeof CANCEL_OUTCOMES)[number];
+
 export const cancelResultSchema = z
   .object({
-    outcome: z.enum(["cancelled", "running"]).meta({
+    outcome: z.enum(CANCEL_OUTCOMES).meta({
       description:
-        "cancelled: no attempt will start after this answer. running: an attempt is executing now; it may still " +
-        "complete and its side effect may already have happened; no further attempt will be made.",
+        "cancelled (200): no attempt ever started and none will; the target never received this job. " +
+        "cancelled_after_attempts (200): no attempt starts after this answer, but `attemptsStarted` earlier attempts " +
+        "did: each may have reached the target and had its effect, even one that then failed or timed out. " +
+        "running (202): an attempt is executing now; it may still complete and its side effect may already have " +
+        "happened; no further attempt will be made.",
+    }),
+    attemptsStarted: z.number().int().min(0).meta({ description: "Attempts that had started before the cancel took effect" }),
+    repeated: z.boolean().meta({
+      description: "True when an earlier request had already cancelled the job (or recorded the cancel of its running attempt): this answer repeats that one and changed nothing",
     }),
     job: jobSchema,
   })

@@ -5,6 +5,8 @@ import type { RouteDef } from "./routes.js";
 
 /** Problems any authenticated operation may answer. */
 const COMMON_ERRORS: ErrorCode[] = ["unauthorized", "forbidden", "rate_limited", "database_unavailable", "service_unavailable", "internal"];
+/** Every write commits a transaction, and a connection lost during its COMMIT leaves the outcome unknown. */
+const WRITE_ERRORS: ErrorCode[] = ["outcome_unknown"];
 
 type Json = Record<string, unknown>;
 
@@ -83,7 +85,7 @@ export function buildOpenApiDocument(routeTable: Record<string, RouteDef>, optio
         ...(response.schema ? { content: { [response.contentType ?? "application/json"]: { schema: components.convert(response.schema, "output") } } } : {}),
       };
     }
-    for (const code of [...new Set([...route.errors, ...COMMON_ERRORS])]) {
+    for (const code of [...new Set([...route.errors, ...COMMON_ERRORS, ...(route.method === "get" ? [] : WRITE_ERRORS)])]) {
       const status = String(ERROR_CODES[code].status);
       const existing = responses[status] as { description: string; "x-problem-types": string[] } | undefined;
       if (existing?.["x-problem-types"]) {

@@ -115,13 +115,16 @@ export const routes = {
     path: "/jobs/{id}/cancel",
     summary: "Cancel a job",
     description:
-      "200 `cancelled`: the job had not started and no attempt will start from now on. 202 `running`: an attempt is " +
-      "executing; it may still complete and its side effect may already have happened, but no further attempt will " +
-      "be made. 409: the job had already finished.",
+      "200 `cancelled`: no attempt ever started and none will. 200 `cancelled_after_attempts`: none will start from " +
+      "now on, but `attemptsStarted` earlier attempts did (the job was waiting for a retry): their effects may have " +
+      "happened. 202 `running`: an attempt is executing; it may still complete and its side effect may already have " +
+      "happened, but no further attempt will be made. Cancelling an already cancelled job answers the same again with " +
+      "`repeated: true`. 409: the job had finished otherwise (succeeded, dead, expired). 503 `outcome-unknown`: the " +
+      "connection was lost while the cancel committed; repeat the request to learn the outcome.",
     scope: "jobs:write",
     params: idParams,
     responses: {
-      200: { description: "Cancelled before it started", schema: cancelResultSchema },
+      200: { description: "Cancelled: `cancelled` (never started) or `cancelled_after_attempts` (earlier attempts started); `repeated` when it already was", schema: cancelResultSchema },
       202: { description: "Running: cancel recorded, the current attempt may still complete", schema: cancelResultSchema },
     },
     errors: ["not_found", "conflict", "validation_failed"],

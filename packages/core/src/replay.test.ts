@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { REPLAY_ACTIONS, REPLAY_STATES, judgeFailureRate, planReleases, replayStatesAllowing, replayTransition, type FirstOutcome, type ReplayAction, type ReplayState } from "./replay.js";
+import { REPLAY_ACTIONS, REPLAY_STATES, isReplayActionRepeat, judgeFailureRate, planReleases, replayStatesAllowing, replayTransition, type FirstOutcome, type ReplayAction, type ReplayState } from "./replay.js";
 
 // Written by hand from the product rules ("-" means refused), not derived from the table under test.
 const EXPECTED: Record<ReplayState, Record<ReplayAction, string>> = {
@@ -81,5 +81,20 @@ describe("judgeFailureRate", () => {
   it("keeps going at or below the threshold, judging only the newest window", () => {
     const recent = [...Array(10).fill(ok), ...Array(10).fill(bad("timeout")), ...Array(50).fill(bad("timeout"))];
     expect(judgeFailureRate(recent, { window: 20, threshold: 0.5, total: 100 })).toEqual({ pause: false, rate: 0.5 });
+  });
+});
+
+describe("isReplayActionRepeat", () => {
+  it.each([
+    ["paused", "pause", true],
+    ["running", "resume", true],
+    ["cancelled", "cancel", true],
+    ["auto_paused", "pause", false],
+    ["running", "pause", false],
+    ["paused", "resume", false],
+    ["completed", "cancel", false],
+    ["completed", "pause", false],
+  ] as const)("%s + %s → repeat: %s", (state, action, repeat) => {
+    expect(isReplayActionRepeat(state, action)).toBe(repeat);
   });
 });

@@ -25,6 +25,14 @@ export function replayTransition(from: ReplayState, action: ReplayAction): Repla
   return REPLAY_TRANSITIONS[from][action] ?? null;
 }
 
+/**
+ * The replay is already where `action` leads (paused for pause, running for resume, cancelled for cancel):
+ * asking again is a repeat, answered as done, not refused (a client whose answer was lost asks again).
+ */
+export function isReplayActionRepeat(state: ReplayState, action: ReplayAction): boolean {
+  return REPLAY_STATES.some((from) => REPLAY_TRANSITIONS[from][action] === state);
+}
+
 /** States an operator action may start from, for conditional SQL updates. */
 export function replayStatesAllowing(action: ReplayAction): ReplayState[] {
   return REPLAY_STATES.filter((s) => replayTransition(s, action) !== null);

@@ -1,14 +1,29 @@
 import { AppError, toProblem } from "@tick/core";
-import { isDatabaseUnavailable } from "@tick/db";
+import { isCommitOutcomeUnknown, isDatabaseUnavailable } from "@tick/db";
+
+/**
+ * A lost database connection, told truthfully: during COMMIT the write may have happened (outcome_unknown);
+ * at any earlier point the transaction was rolled back and nothing was changed (database_unavailable).
+ * Every API write runs in inTransaction or prismaTransaction, which tell the two apart.
+ */
+function mapDatabaseLoss(err: unknown): unknown {
+  if (err instanceof AppError) return err;
+  if (isCommitOutcomeUnknown(err)) {
+    return new AppError(
+      "outcome_unknown",
+      "The database connection was lost while the change was committing: it may or may not have been made. Read the resource to find out, or repeat the request (a repeat is answered as one).",
+      { retryAfterSeconds: 5, cause: err },
+    );
+  }
+  if (isDatabaseUnavailable(err)) {
+    return new AppError("database_unavailable", "The database is unreachable; nothing was changed. Retry later.", { retryAfterSeconds: 5, cause: err });
+  }
+  return err;
+}
 
 /** Every API error leaves through here as application/problem+json (RFC 9457). */
 export function problemResponse(err: unknown, instance?: string): Response {
-  const mapped =
-    !(err instanceof AppError) && isDatabaseUnavailable(err)
-      ? new AppError("database_unavailable", "The database is unreachable; nothing was changed. Retry later.", {
-          retryAfterSeconds: 5,
-        })
-      : err;
+  const mapped = mapDatabaseLoss(err);
   const problem = toProblem(mapped, instance);
   const headers = new Headers({ "content-type": "application/problem+json", "cache-control": "no-store" });
   if (mapped instanceof AppError && mapped.retryAfterSeconds !== undefined) {

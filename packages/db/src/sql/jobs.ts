@@ -195,15 +195,17 @@ export async function cancelJobBeforeStart(db: Queryable, tenantId: string, jobI
 }
 
 /**
- * Records a cancel on a running job without touching its version (the running attempt's completion is
+ * Records a cancel on a running job (first_request: not recorded before) without touching its version (the running attempt's completion is
  * fenced on the version, and it must still be able to record what happened). The worker makes no
  * further attempt once cancel_requested_at is set.
  */
-export async function requestCancelOfRunningJob(db: Queryable, tenantId: string, jobId: string): Promise<JobRow | null> {
-  const { rows } = await db.query<JobRow>(
-    `UPDATE jobs SET cancel_requested_at = COALESCE(cancel_requested_at, now()), updated_at = now()
-      WHERE tenant_id = $1 AND id = $2 AND status = 'running'
-      RETURNING *`,
+export async function requestCancelOfRunningJob(db: Queryable, tenantId: string, jobId: string): Promise<(JobRow & { first_request: boolean }) | null> {
+  // The prior value is read under the row lock the update takes anyway, so "first" is exact under races.
+  const { rows } = await db.query<JobRow & { first_request: boolean }>(
+    `UPDATE jobs j SET cancel_requested_at = COALESCE(j.cancel_requested_at, now()), updated_at = now()
+       FROM (SELECT id, cancel_requested_at AS prior FROM jobs WHERE tenant_id = $1 AND id = $2 AND status = 'running' FOR UPDATE) p
+      WHERE j.id = p.id AND j.status = 'running'
+      RETURNING j.*, p.prior IS NULL AS first_request`,
     [tenantId, jobId],
   );
   return rows[0] ?? null;

@@ -96,10 +96,12 @@ export async function insertSigningSecret(db: Queryable, tenantId: string, secre
  * Rotation: the new secret signs from now on; the current ones keep signing (and verifying at the
  * receiver) until `overlapMs` from now, then expire.
  */
+// The expiry is truncated to the column's millisecond precision (rounding could put it just after now()), so
+// a zero overlap has ended the old secrets even for a read later in the same transaction.
 export async function rotateSigningSecret(db: Queryable, tenantId: string, secret: string, overlapMs: number): Promise<void> {
   await db.query(
     `WITH old AS (
-       UPDATE signing_secrets SET expires_at = LEAST(coalesce(expires_at, 'infinity'), now() + make_interval(secs => $3 / 1000.0))
+       UPDATE signing_secrets SET expires_at = LEAST(coalesce(expires_at, 'infinity'), date_trunc('milliseconds', now()) + make_interval(secs => $3 / 1000.0))
         WHERE tenant_id = $1 AND (expires_at IS NULL OR expires_at > now())
      )
      INSERT INTO signing_secrets (id, tenant_id, secret) VALUES (gen_random_uuid(), $1, $2)`,

@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { AppError, decideIdempotency, dependencyOf, requestHash, toProblem, type Cidr, type Problem } from "@tick/core";
-import { createJobSchema, type CreateJob, type Job } from "@tick/contract";
+import { AppError, decideIdempotency, dependencyOf, isTerminal, requestHash, toProblem, type Cidr, type Problem } from "@tick/core";
+import { createJobSchema, type CancelOutcome, type CreateJob, type Job } from "@tick/contract";
 import { inTransaction, isCommitOutcomeUnknown, isDatabaseUnavailable, sql } from "@tick/db";
 import type pg from "pg";
 import type { Admit, AdmissionResult } from "../api/admission";
-import type { ApiPrincipal } from "../api/authenticate";
+import { auditActor, type ApiPrincipal } from "../api/authenticate";
 import { assertTargetAllowed } from "../api/target-guard";
 import { jobView } from "./views";
 
@@ -226,24 +226,61 @@ export async function getJobWithAttempts(pool: pg.Pool, tenantId: string, jobId:
   return { row, attempts };
 }
 
+export interface CancelResult {
+  status: 200 | 202;
+  outcome: CancelOutcome;
+  /** Attempts that had started before the cancel: each may have reached the target and had its effect. */
+  attemptsStarted: number;
+  /** The job was already cancelled (or its cancel already recorded) by an earlier request. */
+  repeated: boolean;
+  row: sql.JobRow;
+}
+
+const cancelled = (row: sql.JobRow, repeated: boolean): CancelResult => ({
+  status: 200,
+  outcome: row.attempt_count > 0 ? "cancelled_after_attempts" : "cancelled",
+  attemptsStarted: row.attempt_count,
+  repeated,
+  row,
+});
+
 /**
- * Cancel tells the truth: "cancelled" (nothing will start any more), "running" (the current attempt
- * may still complete; its effect may already have happened; no retry will follow), or 409 when the job
- * had already finished.
+ * Cancel tells the truth (docs/api.md, "Cancelling"):
+ * - 200 cancelled: no attempt ever started and none will;
+ * - 200 cancelled_after_attempts: none will start from now on, but earlier attempts started (a target that
+ *   answered 500 or timed out may have acted), waiting for a retry or dispatched for one;
+ * - 202 running: an attempt is executing; it may still complete; no retry will follow;
+ * - a repeat (already cancelled, or cancel already recorded on the running attempt) answers as the first did,
+ *   so a client that lost the answer (outcome_unknown) can simply ask again;
+ * - 409 when the job had finished otherwise.
+ * The change, its job.cancelled webhook and its audit row commit together.
  */
-export async function cancelJob(pool: pg.Pool, tenantId: string, jobId: string): Promise<{ outcome: "cancelled" | "running"; row: sql.JobRow }> {
-  // The cancel and its job.cancelled webhook commit together.
-  const cancelled = await inTransaction(pool, async (client) => {
-    const row = await sql.cancelJobBeforeStart(client, tenantId, jobId);
-    if (row) await sql.enqueueJobWebhooks(client, [row.id]);
-    return row;
+export async function cancelJob(pool: pg.Pool, principal: ApiPrincipal, jobId: string): Promise<CancelResult> {
+  const tenantId = principal.tenant.id;
+  const audit = (client: pg.PoolClient, action: string, row: sql.JobRow) =>
+    sql.insertAudit(client, { ...auditActor(principal), action, targetType: "job", targetId: row.id, details: { attemptsStarted: row.attempt_count } });
+  return inTransaction(pool, async (client) => {
+    // Each statement sees the job as it is now: a job that moved between them (dispatched → running, or
+    // running → scheduled for a retry) is looked at again, a few times at most.
+    for (let round = 0; round < 3; round += 1) {
+      const before = await sql.cancelJobBeforeStart(client, tenantId, jobId);
+      if (before) {
+        await sql.enqueueJobWebhooks(client, [before.id]);
+        await audit(client, "job.cancelled", before);
+        return cancelled(before, false);
+      }
+      const running = await sql.requestCancelOfRunningJob(client, tenantId, jobId);
+      if (running) {
+        if (running.first_request) await audit(client, "job.cancel_requested", running);
+        return { status: 202, outcome: "running", attemptsStarted: running.attempt_count, repeated: !running.first_request, row: running };
+      }
+      const current = await sql.findJob(client, tenantId, jobId);
+      if (!current) throw new AppError("not_found", "No such job.");
+      if (current.status === "cancelled") return cancelled(current, true);
+      if (isTerminal(current.status)) {
+        throw new AppError("conflict", `The job has already finished (${current.status}).`, { extra: { jobStatus: current.status } });
+      }
+    }
+    throw new AppError("conflict", "The job kept changing state; retry the cancel.");
   });
-  if (cancelled) return { outcome: "cancelled", row: cancelled };
-  const running = await sql.requestCancelOfRunningJob(pool, tenantId, jobId);
-  if (running) return { outcome: "running", row: running };
-  const current = await sql.findJob(pool, tenantId, jobId);
-  if (!current) throw new AppError("not_found", "No such job.");
-  // It moved between our statements: scheduled/dispatched → running is retried once above by the
-  // running branch; here it can only have finished.
-  throw new AppError("conflict", `The job has already finished (${current.status}).`, { extra: { jobStatus: current.status } });
 }

@@ -1,7 +1,7 @@
 import { AppError } from "@tick/core";
 import type { z } from "zod";
 import { hasScope, type createApiKeySchema } from "@tick/contract";
-import { generateApiKey, type PrismaClient } from "@tick/db";
+import { generateApiKey, prismaTransaction, type PrismaClient } from "@tick/db";
 import { auditActor, type ApiPrincipal } from "../api/authenticate";
 import { writeAudit } from "./audit";
 import { apiKeyView } from "./views";
@@ -19,7 +19,7 @@ export async function createApiKey(prisma: PrismaClient, principal: ApiPrincipal
     throw new AppError("validation_failed", "expiresAt must be in the future.", { extra: { errors: [{ path: "expiresAt", message: "in the past" }] } });
   }
   const { key, prefix, hash } = generateApiKey();
-  const created = await prisma.$transaction(async (tx) => {
+  const created = await prismaTransaction(prisma, async (tx) => {
     const row = await tx.apiKey.create({
       data: {
         tenantId: principal.tenant.id,
@@ -44,7 +44,7 @@ export async function createApiKey(prisma: PrismaClient, principal: ApiPrincipal
 }
 
 export async function revokeApiKey(prisma: PrismaClient, principal: ApiPrincipal, id: string) {
-  return prisma.$transaction(async (tx) => {
+  return prismaTransaction(prisma, async (tx) => {
     const current = await tx.apiKey.findFirst({ where: { id, tenantId: principal.tenant.id } });
     if (!current) throw new AppError("not_found", "No such API key.");
     const row = current.revokedAt ? current : await tx.apiKey.update({ where: { id }, data: { revokedAt: new Date() } });

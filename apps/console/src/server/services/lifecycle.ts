@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import { AppError } from "@tick/core";
 import type { exportJobsQuerySchema, updateTenantSettingsSchema } from "@tick/contract";
-import { sql, type PrismaClient } from "@tick/db";
+import { inTransaction, sql, type PrismaClient, type Queryable } from "@tick/db";
 import type pg from "pg";
 import type { Logger } from "@tick/runtime";
 import { auditActor, type ApiPrincipal } from "../api/authenticate";
@@ -22,8 +22,8 @@ function settingsView(row: sql.TenantSettingsRow, retentionMaxDays: number) {
   };
 }
 
-export async function getSettings(pool: pg.Pool, tenantId: string, retentionMaxDays: number) {
-  const row = await sql.findTenantSettings(pool, tenantId);
+export async function getSettings(db: Queryable, tenantId: string, retentionMaxDays: number) {
+  const row = await sql.findTenantSettings(db, tenantId);
   if (!row) throw new AppError("not_found", "No such tenant.");
   return settingsView(row, retentionMaxDays);
 }
@@ -31,7 +31,6 @@ export async function getSettings(pool: pg.Pool, tenantId: string, retentionMaxD
 /** Changes retention and export settings within the deployment's ceiling; audited with before and after. */
 export async function updateSettings(
   pool: pg.Pool,
-  prisma: PrismaClient,
   principal: ApiPrincipal,
   input: z.output<typeof updateTenantSettingsSchema>,
   retentionMaxDays: number,
@@ -41,16 +40,19 @@ export async function updateSettings(
       extra: { errors: [{ path: "retentionDays", message: `at most ${retentionMaxDays}` }] },
     });
   }
-  const before = await getSettings(pool, principal.tenant.id, retentionMaxDays);
-  const row = await sql.updateTenantSettings(pool, principal.tenant.id, {
-    retentionDays: input.retentionDays ?? null,
-    dlqRetentionDays: input.dlqRetentionDays ?? null,
-    exportBeforePrune: input.exportBeforePrune ?? null,
+  // The change and its audit row commit together.
+  return inTransaction(pool, async (client) => {
+    const before = await getSettings(client, principal.tenant.id, retentionMaxDays);
+    const row = await sql.updateTenantSettings(client, principal.tenant.id, {
+      retentionDays: input.retentionDays ?? null,
+      dlqRetentionDays: input.dlqRetentionDays ?? null,
+      exportBeforePrune: input.exportBeforePrune ?? null,
+    });
+    if (!row) throw new AppError("not_found", "No such tenant.");
+    const after = settingsView(row, retentionMaxDays);
+    await sql.insertAudit(client, { ...auditActor(principal), action: "tenant.settings.updated", targetType: "tenant", targetId: principal.tenant.id, details: { before, after } });
+    return after;
   });
-  if (!row) throw new AppError("not_found", "No such tenant.");
-  const after = settingsView(row, retentionMaxDays);
-  await writeAudit(prisma, { ...auditActor(principal), action: "tenant.settings.updated", targetType: "tenant", targetId: principal.tenant.id, details: { before, after } });
-  return after;
 }
 
 /**

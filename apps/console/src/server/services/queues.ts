@@ -1,7 +1,7 @@
 import { AppError } from "@tick/core";
 import type { z } from "zod";
 import type { createQueueSchema, updateQueueSchema } from "@tick/contract";
-import type { PrismaClient } from "@tick/db";
+import { prismaTransaction, type PrismaClient } from "@tick/db";
 import { auditActor, type ApiPrincipal } from "../api/authenticate";
 import { writeAudit } from "./audit";
 import { queueView } from "./views";
@@ -20,7 +20,7 @@ export async function getQueue(prisma: PrismaClient, tenantId: string, name: str
 
 export async function createQueue(prisma: PrismaClient, principal: ApiPrincipal, input: z.output<typeof createQueueSchema>) {
   const tenantId = principal.tenant.id;
-  return prisma.$transaction(async (tx) => {
+  return prismaTransaction(prisma, async (tx) => {
     const exists = await tx.queue.findUnique({ where: { tenantId_name: { tenantId, name: input.name } } });
     if (exists) throw new AppError("conflict", `A queue named "${input.name}" already exists.`);
     const queue = await tx.queue
@@ -50,7 +50,7 @@ type QueueChange = z.output<typeof updateQueueSchema> | { paused: boolean };
 /** Changes a queue with a version bump (optimistic: a concurrent change is retried on the fresh row). */
 export async function updateQueue(prisma: PrismaClient, principal: ApiPrincipal, name: string, change: QueueChange, action: string) {
   const tenantId = principal.tenant.id;
-  return prisma.$transaction(async (tx) => {
+  return prismaTransaction(prisma, async (tx) => {
     const current = await tx.queue.findUnique({ where: { tenantId_name: { tenantId, name } } });
     if (!current) throw new AppError("not_found", `No queue named "${name}".`);
     const data = Object.fromEntries(Object.entries(change).filter(([, v]) => v !== undefined));

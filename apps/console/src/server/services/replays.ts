@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { AppError, REPLAY_DEFAULTS, replayTransition } from "@tick/core";
+import { AppError, REPLAY_DEFAULTS, isReplayActionRepeat, replayTransition } from "@tick/core";
 import type { createReplaySchema } from "@tick/contract";
 import { inTransaction, sql, type PrismaClient } from "@tick/db";
 import type pg from "pg";
@@ -74,12 +74,14 @@ export async function listReplays(pool: pg.Pool, tenantId: string, query: { limi
   return { data: page.map(replayView), nextCursor: rows.length > query.limit ? keysetCursor.encode(page.at(-1)!.created_at, page.at(-1)!.id) : null };
 }
 
-/** Pause, resume or cancel, audited in the same transaction; 409 when the replay's state does not allow it. */
+/** Pause, resume or cancel, audited in the same transaction; a repeat is answered as done; 409 when the replay's state does not allow it. */
 export async function changeReplay(pool: pg.Pool, principal: ApiPrincipal, id: string, action: "pause" | "resume" | "cancel") {
   const tenantId = principal.tenant.id;
   await inTransaction(pool, async (client) => {
     const current = await sql.findReplay(client, tenantId, id);
     if (!current) throw new AppError("not_found", "No such replay.");
+    // Already where the action leads: a repeat (say, after an outcome_unknown answer) is answered as done.
+    if (isReplayActionRepeat(current.status, action)) return;
     const to = replayTransition(current.status, action);
     const changed = to && (await sql.applyReplayAction(client, tenantId, id, action, to));
     if (!changed) throw new AppError("conflict", `The replay is ${current.status.replace("_", "-")}; it cannot be ${action === "pause" ? "paused" : action === "resume" ? "resumed" : "cancelled"}.`);

@@ -1,7 +1,7 @@
 import { AppError, dependencyOf, type Cidr } from "@tick/core";
 import type { z } from "zod";
 import type { createScheduleSchema, previewRuleSchema, updateScheduleSchema } from "@tick/contract";
-import type { PrismaClient } from "@tick/db";
+import { prismaTransaction, type PrismaClient } from "@tick/db";
 import { nextOccurrences, validateRule, type Occurrence, type RecurrenceRule } from "@tick/recurrence";
 import { auditActor, type ApiPrincipal } from "../api/authenticate";
 import { invalidCursor } from "../api/keyset-cursor";
@@ -69,7 +69,7 @@ export async function createSchedule(prisma: PrismaClient, principal: ApiPrincip
   if (!queue) throw new AppError("validation_failed", `Queue "${input.queue}" does not exist.`, { extra: { errors: [{ path: "queue", message: "no such queue" }] } });
   const now = await databaseNow(prisma);
   const rule = { cron: input.cron, timezone: input.timezone, dstGap: input.dstGapPolicy, dstOverlap: input.dstOverlapPolicy };
-  return prisma.$transaction(async (tx) => {
+  return prismaTransaction(prisma, async (tx) => {
     if (await tx.schedule.findUnique({ where: { tenantId_name: { tenantId, name: input.name } } })) {
       throw new AppError("conflict", `A schedule named "${input.name}" already exists.`);
     }
@@ -146,25 +146,30 @@ export async function changeSchedule(
   if ("job" in change && change.job) await checkTemplate(change.job, allowed);
   const now = await databaseNow(prisma);
   const { job, ...rest } = change as { job?: z.output<typeof updateScheduleSchema>["job"] } & Record<string, unknown>;
-  const { count } = await prisma.schedule.updateMany({
-    where: { id, tenantId: principal.tenant.id, version: current.version },
-    data: {
-      ...rest,
-      ...(job ? { jobTemplate: { ...job, dependencyKey: dependencyOf(job.target.url, job.dependencyKey) } as object } : {}),
-      nextFireAt: first(merged, now),
-      lastFireAt: now,
-      version: { increment: 1 },
-    },
+  // The change and its audit row commit together (prismaTransaction: a lost COMMIT is outcome_unknown).
+  await prismaTransaction(prisma, async (tx) => {
+    const { count } = await tx.schedule.updateMany({
+      where: { id, tenantId: principal.tenant.id, version: current.version },
+      data: {
+        ...rest,
+        ...(job ? { jobTemplate: { ...job, dependencyKey: dependencyOf(job.target.url, job.dependencyKey) } as object } : {}),
+        nextFireAt: first(merged, now),
+        lastFireAt: now,
+        version: { increment: 1 },
+      },
+    });
+    if (count === 0) throw new AppError("conflict", "The schedule changed concurrently; retry.");
+    await writeAudit(tx, { ...auditActor(principal), action, targetType: "schedule", targetId: id });
   });
-  if (count === 0) throw new AppError("conflict", "The schedule changed concurrently; retry.");
-  await writeAudit(prisma, { ...auditActor(principal), action, targetType: "schedule", targetId: id });
   return getSchedule(prisma, principal.tenant.id, id);
 }
 
 export async function deleteSchedule(prisma: PrismaClient, principal: ApiPrincipal, id: string) {
   const current = await load(prisma, principal.tenant.id, id);
-  await prisma.schedule.delete({ where: { id } });
-  await writeAudit(prisma, { ...auditActor(principal), action: "schedule.deleted", targetType: "schedule", targetId: id, details: { name: current.name } });
+  await prismaTransaction(prisma, async (tx) => {
+    await tx.schedule.delete({ where: { id } });
+    await writeAudit(tx, { ...auditActor(principal), action: "schedule.deleted", targetType: "schedule", targetId: id, details: { name: current.name } });
+  });
   return scheduleView(current);
 }
 

@@ -1,4 +1,6 @@
-import { ensureSigningSecrets, generateSigningSecret, sql, type Queryable } from "@tick/db";
+import type pg from "pg";
+import { ensureSigningSecrets, generateSigningSecret, inTransaction, sql, type Queryable } from "@tick/db";
+import { auditActor, type ApiPrincipal } from "../api/authenticate";
 
 const view = (rows: Awaited<ReturnType<typeof sql.listSigningSecrets>>) => ({
   data: rows.map((r) => ({ secret: r.secret, createdAt: r.created_at.toISOString(), expiresAt: r.expires_at ? r.expires_at.toISOString() : null })),
@@ -9,7 +11,12 @@ export async function listSigningSecrets(db: Queryable, tenantId: string) {
   return view(await ensureSigningSecrets(db, tenantId));
 }
 
-export async function rotateSigningSecret(db: Queryable, tenantId: string, overlapSeconds: number) {
-  await sql.rotateSigningSecret(db, tenantId, generateSigningSecret(), overlapSeconds * 1000);
-  return view(await sql.listSigningSecrets(db, tenantId));
+/** A new secret, the current ones kept for the overlap; the rotation and its audit row commit together. */
+export async function rotateSigningSecret(pool: pg.Pool, principal: ApiPrincipal, overlapSeconds: number) {
+  const tenantId = principal.tenant.id;
+  return inTransaction(pool, async (client) => {
+    await sql.rotateSigningSecret(client, tenantId, generateSigningSecret(), overlapSeconds * 1000);
+    await sql.insertAudit(client, { ...auditActor(principal), action: "webhook_secret.rotated", targetType: "tenant", targetId: tenantId, details: { overlapSeconds } });
+    return view(await sql.listSigningSecrets(client, tenantId));
+  });
 }

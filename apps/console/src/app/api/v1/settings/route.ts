@@ -11,6 +11,5 @@ export const GET = apiRoute("getSettings", async ({ principal }) => ({
 }));
 
 export const PATCH = apiRoute("updateSettings", async ({ principal, body }) => {
-  const { pool, prisma } = getContext();
-  return { status: 200, body: await updateSettings(pool, prisma, principal, body, getEnv().TICK_RETENTION_MAX_DAYS) };
+  return { status: 200, body: await updateSettings(getContext().pool, principal, body, getEnv().TICK_RETENTION_MAX_DAYS) };
 });
