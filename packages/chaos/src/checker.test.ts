@@ -41,7 +41,17 @@ async function job(key: string, status: string, attempts: { status: string; toke
   return { id, attemptIds };
 }
 
-const op = (key: string, kind: OpKind, jobId: string | null, cancel: Op["cancel"] = null): Op => ({ key, tenant: "t", kind, phase: "p", createdAt: Date.now() - 1_000, jobId, createRetries: 0, cancel });
+const op = (key: string, kind: OpKind, jobId: string | null, cancel: Op["cancel"] = null, cancelAttemptsStarted?: number): Op => ({
+  key,
+  tenant: "t",
+  kind,
+  phase: "p",
+  createdAt: Date.now() - 1_000,
+  jobId,
+  createRetries: 0,
+  cancel,
+  ...(cancelAttemptsStarted === undefined ? {} : { cancelAttemptsStarted }),
+});
 const delivery = (key: string, attemptId: string, status = 200): Delivery => ({ key, attemptId, fencingToken: 1, path: "/ok", at: Date.now(), status });
 
 describe("checkInvariants", () => {
@@ -51,6 +61,8 @@ describe("checkInvariants", () => {
     const twice = await job("twice", "succeeded", [{ status: "succeeded", token: 1 }, { status: "succeeded", token: 2 }]);
     const noEffect = await job("no-effect", "succeeded", [{ status: "succeeded", token: 1 }]);
     const cancelled = await job("cancelled", "cancelled", []);
+    const retried = await job("retried", "cancelled", [{ status: "failed", token: 1 }]);
+    const overSent = await job("over-sent", "cancelled", [{ status: "failed", token: 1 }]);
     const dup1 = await job("dup", "succeeded", [{ status: "succeeded", token: 1 }]);
     const behind = await job("behind", "succeeded", [{ status: "succeeded", token: 3 }]);
     await pool.query(`UPDATE jobs SET fencing_token = 1 WHERE id = $1`, [behind.id]);
@@ -62,6 +74,9 @@ describe("checkInvariants", () => {
         delivery("good", good.attemptIds[1]!), // a raw duplicate, not a second effect
         delivery("twice", twice.attemptIds[0]!),
         delivery("cancelled", "somewhere"),
+        delivery("retried", retried.attemptIds[0]!, 500), // the attempt the cancel reported
+        delivery("over-sent", overSent.attemptIds[0]!, 500),
+        delivery("over-sent", "a-request-after-the-cancel", 500),
         delivery("dup", dup1.attemptIds[0]!),
         delivery("dup", "attempt-of-another-job"),
         delivery("behind", behind.attemptIds[0]!),
@@ -75,6 +90,8 @@ describe("checkInvariants", () => {
       op("twice", "ok", twice.id),
       op("no-effect", "ok", noEffect.id),
       op("cancelled", "cancel", cancelled.id, "cancelled"),
+      op("retried", "cancel", retried.id, "cancelled_after_attempts", 1),
+      op("over-sent", "cancel", overSent.id, "cancelled_after_attempts", 1),
       op("dup", "ok", dup1.id),
       op("behind", "ok", behind.id),
       op("missing", "ok", crypto.randomUUID()),
@@ -86,11 +103,13 @@ describe("checkInvariants", () => {
     expect(text).toContain("twice: 2 successful attempts recorded");
     expect(text).toContain("no-effect (ok");
     expect(text).toContain("cancelled before it started, yet delivered");
+    expect(text).not.toContain("retried");
+    expect(text).toContain("cancelled after 1 attempts, yet delivered 2 times");
     expect(text).toContain("dup: effects from 2 different jobs");
     expect(text).toContain(`job ${behind.id}: fencing token 1 is not its newest attempt's`);
     expect(text).toContain("missing (ok");
     expect(text).toContain("1 jobs still dispatched or running after the drain");
-    expect(verdict.rows[0]).toMatchObject({ jobs: 8, rawDuplicateDeliveries: 2 }); // good once, dup once
+    expect(verdict.rows[0]).toMatchObject({ jobs: 10, rawDuplicateDeliveries: 2 }); // good once, dup once
     expect(verdict.rows[0]!.lost).toBeGreaterThanOrEqual(4);
     expect(verdict.rows[0]!.duplicateEffects).toBe(2);
   });

@@ -141,6 +141,11 @@ export async function checkInvariants(args: {
         if (op.cancel === "cancelled") {
           expect(["cancelled"]);
           if ((deliveriesByKey.get(op.key) ?? []).length > 0) lose("cancelled before it started, yet delivered");
+        } else if (op.cancel === "cancelled_after_attempts") {
+          expect(["cancelled"]);
+          // Each attempt that had started sends at most one request; none may start after the answer.
+          const delivered = (deliveriesByKey.get(op.key) ?? []).length;
+          if (delivered > (op.cancelAttemptsStarted ?? 0)) lose(`cancelled after ${op.cancelAttemptsStarted} attempts, yet delivered ${delivered} times`);
         } else if (op.cancel === "requested") expect(["cancelled", "succeeded"]);
         else expect(["succeeded", "cancelled"]);
         break;

@@ -20,8 +20,12 @@ export interface Op {
   ackedAt?: number;
   /** Create attempts the API refused or that failed in transit before the acknowledgement. */
   createRetries: number;
-  /** For kind cancel: what the cancel answered (cancelled = before start; requested = it was running). */
-  cancel: "cancelled" | "requested" | "finished" | null;
+  /**
+   * For kind cancel: what the cancel answered (cancelled = no attempt ever started; cancelled_after_attempts =
+   * `cancelAttemptsStarted` attempts had started; requested = it was running; finished = 409).
+   */
+  cancel: "cancelled" | "cancelled_after_attempts" | "requested" | "finished" | null;
+  cancelAttemptsStarted?: number;
 }
 
 export interface Tenant {
@@ -107,7 +111,11 @@ export async function createWorkload(options: { pool: pg.Pool; consoleUrl: strin
     for (let tries = 0; tries < 20; tries++) {
       const res = await normal.client.call("cancelJob", { params: { id: op.jobId } }).catch(() => null);
       if (res && (res.ok || res.status === 409)) {
-        op.cancel = res.status === 200 ? "cancelled" : res.status === 202 ? "requested" : "finished";
+        if (!res.ok) op.cancel = "finished";
+        else {
+          op.cancel = res.body.outcome === "running" ? "requested" : res.body.outcome;
+          op.cancelAttemptsStarted = res.body.attemptsStarted;
+        }
         return;
       }
       await sleep(500);
