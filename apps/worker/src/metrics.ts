@@ -7,6 +7,11 @@ export function createWorkerMetrics(registry: Registry) {
     lateCompletions: new Counter({ name: "tick_late_completions_total", help: "Completions refused because the lease had been taken over (duplicate signals)", registers: [registry] }),
     breakerOpened: new Counter({ name: "tick_breaker_opened_total", help: "Times a dependency's circuit breaker opened (dependency down)", labelNames: ["dependency"], registers: [registry] }),
     leaseLost: new Counter({ name: "tick_attempt_leases_lost_total", help: "Attempts abandoned because a lease renewal was refused or impossible", registers: [registry] }),
+    sendsWithheld: new Counter({
+      name: "tick_attempt_sends_withheld_total",
+      help: "Attempts given up before their request was sent, because the lease was last renewed too long ago (a frozen or starved worker)",
+      registers: [registry],
+    }),
   };
 }
 

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { sql } from "@tick/db";
 import { waitFor } from "@tick/testing";
@@ -10,6 +11,9 @@ useProcessWorld((world, s) => {
   w = world;
   sink = s;
 });
+
+/** The process state letter from /proc (T: stopped by a signal). */
+const processState = (pid: number) => readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /s, "")[0];
 
 const settled = (w: ProcessWorld, id: string, status: string, timeoutMs = 30_000) =>
   waitFor(async () => (await w.job(id)).status === status, { timeoutMs, description: `job ${id} ${status}` });
@@ -92,6 +96,30 @@ describe("execution (real scheduler and worker processes, a recording sink)", ()
     const attempts = await w.attempts(id);
     expect(attempts.map((a) => a.status)).toEqual(["lease_expired", "failed"]);
     expect(await metricValue(other.healthPort, "tick_late_completions_total")).toBe(0);
+  });
+
+  it("a worker frozen past its lease right before the send does not send when it resumes: attempt 2 ran elsewhere, attempt 1's request never goes out", async () => {
+    await w.startScheduler();
+    // The worker stops itself (SIGSTOP) holding attempt 1, after the start and before the send.
+    const frozen = await w.startWorker({ TICK_FAULT_POINTS: "worker.before-send:stop" });
+    const t = await w.createTenant();
+    const id = await w.createJob(t, sink.url("/once"), { maxAttempts: 3 });
+    await waitFor(async () => processState(frozen.child.pid!) === "T" && (await w.job(id)).status === "running", {
+      description: "the worker stopped itself holding attempt 1",
+    });
+    // Its lease (1.5 s) runs out; the reaper retries; a second worker sends attempt 2.
+    await w.startWorker();
+    await settled(w, id, "succeeded");
+    expect(sink.requests.map((r) => r.attemptNumber)).toEqual(["2"]);
+    frozen.child.kill("SIGCONT");
+    await waitFor(async () => (await metricValue(frozen.healthPort, "tick_attempt_sends_withheld_total")) === 1, {
+      timeoutMs: 15_000,
+      description: "the resumed worker gave attempt 1 up before sending",
+    });
+    // Attempt 1's request never went out: the target saw one request, from attempt 2.
+    expect(sink.requests.map((r) => r.attemptNumber)).toEqual(["2"]);
+    expect(await metricValue(frozen.healthPort, "tick_late_completions_total")).toBe(0);
+    expect((await w.attempts(id)).map((a) => a.status)).toEqual(["lease_expired", "succeeded"]);
   });
 
   it("cancel right after dispatch: the worker discards the message and the sink never sees the job", async () => {

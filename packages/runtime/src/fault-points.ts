@@ -3,8 +3,10 @@
  * publish before mark, ...). Inert unless the test environment enables them with TICK_FAULT_POINTS.
  *
  * Spec: comma-separated `name` or `name:mode` or `name:mode:count`, where mode is `exit` (the process
- * kills itself with SIGKILL, like a power cut) or `throw` (the current operation aborts, for in-process
- * tests), and count is how many hits trigger (default 1; `*` for every hit).
+ * kills itself with SIGKILL, like a power cut), `throw` (the current operation aborts, for in-process
+ * tests) or `stop` (the process stops itself with SIGSTOP right there, and carries on from that line when
+ * the test sends SIGCONT: a freeze at an exact point), and count is how many hits trigger (default 1; `*`
+ * for every hit).
  */
 export class FaultInjected extends Error {
   constructor(readonly point: string) {
@@ -21,15 +23,19 @@ export interface FaultPoints {
 }
 
 interface Rule {
-  mode: "exit" | "throw";
+  mode: "exit" | "throw" | "stop";
   remaining: number;
 }
 
-export function parseFaultPoints(spec: string | undefined, onExit: () => never = () => process.kill(process.pid, "SIGKILL") as never): FaultPoints {
+export function parseFaultPoints(
+  spec: string | undefined,
+  onExit: () => never = () => process.kill(process.pid, "SIGKILL") as never,
+  onStop: () => void = () => process.kill(process.pid, "SIGSTOP"),
+): FaultPoints {
   const rules = new Map<string, Rule>();
   for (const entry of (spec ?? "").split(",").map((s) => s.trim()).filter(Boolean)) {
     const [name, mode = "throw", count = "1"] = entry.split(":");
-    if (mode !== "exit" && mode !== "throw") throw new Error(`fault point ${entry}: mode must be exit or throw`);
+    if (mode !== "exit" && mode !== "throw" && mode !== "stop") throw new Error(`fault point ${entry}: mode must be exit, throw or stop`);
     rules.set(name!, { mode, remaining: count === "*" ? Infinity : Number(count) });
   }
   const fired: Record<string, number> = {};
@@ -40,6 +46,7 @@ export function parseFaultPoints(spec: string | undefined, onExit: () => never =
       rule.remaining -= 1;
       fired[point] = (fired[point] ?? 0) + 1;
       if (rule.mode === "exit") onExit();
+      if (rule.mode === "stop") return onStop();
       throw new FaultInjected(point);
     },
     fired: () => ({ ...fired }),

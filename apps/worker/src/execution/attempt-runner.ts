@@ -80,12 +80,14 @@ const MAX_PACED_WAIT_MS = 2_000;
  * waits are slept here; a long one (a backlog of replayed messages) hands the job back to the scheduler
  * with that delay, without burning an attempt.
  */
-async function startPaced(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, msg: AttemptMessage): Promise<sql.StartedAttempt | null | "requeued"> {
+async function startPaced(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, msg: AttemptMessage): Promise<{ started: sql.StartedAttempt | null; sentAt: number } | "requeued"> {
   const args = { attemptId: msg.attemptId, jobId: msg.jobId, version: msg.version, workerId: config.workerId, leaseMs: config.leaseMs };
   const deadline = performance.now() + MAX_PACED_WAIT_MS;
   for (;;) {
+    // When the statement that grants the lease was sent: the lease cannot have started any earlier.
+    const sentAt = performance.now();
     const started = await sql.startAttempt(deps.pool, args);
-    if (!sql.isPaced(started)) return started;
+    if (!sql.isPaced(started)) return { started, sentAt };
     if (performance.now() + started.pacedForMs > deadline) {
       const requeued = await sql.requeueAttempt(deps.pool, { attemptId: msg.attemptId, jobId: msg.jobId, version: msg.version, delayMs: started.pacedForMs, reason: "replay_paced" });
       if (requeued) await deps.noteDue(requeued.shard, requeued.tenant_id, requeued.due_at.getTime()).catch(() => {});
@@ -118,12 +120,13 @@ export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerC
       return { kind: "discarded", reason: admission };
     }
   }
-  const started = await startPaced(deps, config, msg);
-  if (started === "requeued") {
+  const start = await startPaced(deps, config, msg);
+  if (start === "requeued") {
     if (dependency) await deps.breakers.release(dependency).catch(() => {});
     metrics.discarded.inc({ reason: "replay_paced" });
     return { kind: "discarded", reason: "replay_paced" };
   }
+  const { started } = start;
   if (!started) {
     if (dependency) await deps.breakers.release(dependency).catch(() => {});
     const reason = await sql.explainUnstartable(pool, msg.attemptId, msg.jobId, msg.version);
@@ -140,7 +143,9 @@ export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerC
   // Heartbeat: renew well before the lease ends; if a renewal is refused, or none succeeds before the
   // lease would have ended, stop the call: another worker may own this job now.
   const abort = new AbortController();
-  let leaseDeadline = performance.now() + config.leaseMs;
+  // Measured from when each granting statement was sent, on the monotonic clock (it runs on while the
+  // process is stopped, so a worker frozen past its lease sees that the moment it resumes).
+  let leaseDeadline = start.sentAt + config.leaseMs;
   let leaseLost = false;
   const beat = setInterval(() => {
     const sentAt = performance.now();
@@ -162,6 +167,17 @@ export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerC
   }, config.heartbeatMs);
 
   const secrets = await deps.secretsFor(started.tenant_id).catch(() => []);
+  deps.faults.hit("worker.before-send");
+  // S7, narrowed: do not send unless the lease still has at least one heartbeat interval to run. A worker
+  // frozen (SIGSTOP, a long GC, CPU starvation) past that point may have been replaced by the reaper and
+  // another worker; sending now would repeat the effect. A pause between this check and the send cannot
+  // be seen; the target's fencing-token check covers that window.
+  const mayStillSend = () => {
+    const left = leaseDeadline - performance.now();
+    return left < config.heartbeatMs
+      ? `the lease was last renewed ${Math.round(performance.now() - (leaseDeadline - config.leaseMs))} ms ago; it may have been taken over`
+      : null;
+  };
   let result: HttpCallResult;
   try {
     result = await deps.http.call({
@@ -181,9 +197,16 @@ export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerC
       body: started.body,
       timeoutMs: started.timeout_ms,
       signal: abort.signal,
+      mayStillSend,
     });
   } finally {
     clearInterval(beat);
+  }
+  if (result.withheld !== undefined) {
+    if (dependency) await deps.breakers.release(dependency).catch(() => {});
+    metrics.sendsWithheld.inc();
+    logger.warn({ ...context, reason: result.withheld }, "attempt given up before sending: its lease may have been taken over (the reaper retries the job)");
+    return { kind: "lease_lost" };
   }
   if (leaseLost || result.aborted) {
     if (dependency) await deps.breakers.release(dependency).catch(() => {});

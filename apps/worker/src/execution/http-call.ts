@@ -12,11 +12,22 @@ export interface HttpCallResult {
   networkError?: string;
   /** The address was refused at connect time (SSRF: DNS changed since creation). */
   blocked?: string;
+  /** The request was never sent: `mayStillSend` said why (the attempt's lease may have been taken over). */
+  withheld?: string;
   durationMs: number;
 }
 
 export interface HttpCaller {
-  call(req: { method: string; url: string; headers: Record<string, string>; body: string | null; timeoutMs: number; signal: AbortSignal }): Promise<HttpCallResult>;
+  call(req: {
+    method: string;
+    url: string;
+    headers: Record<string, string>;
+    body: string | null;
+    timeoutMs: number;
+    signal: AbortSignal;
+    /** Asked right before the request goes out (and before any resend): a reason not to send, or null. */
+    mayStillSend?: () => string | null;
+  }): Promise<HttpCallResult>;
   close(): Promise<void>;
 }
 
@@ -54,6 +65,9 @@ export function createHttpCaller(options: { allowedCidrs: readonly Cidr[]; maxRe
         const verdict = isAddressAllowed(host, options.allowedCidrs);
         if (!verdict.ok) return { blocked: verdict.reason, durationMs: 0 };
       }
+      // Nothing asynchronous lies between this check and handing the request to undici.
+      const withheld = req.mayStillSend?.() ?? null;
+      if (withheld !== null) return { withheld, durationMs: 0 };
       try {
         const res = await request(req.url, {
           method: req.method as "POST",
