@@ -12,6 +12,9 @@ export function isObject(value: unknown): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/** Array.isArray narrows to any[]; a schema's arrays hold unknown values like the rest of it. */
+const isList = (value: unknown): value is unknown[] => Array.isArray(value);
+
 const asString = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined);
 const asNumber = (value: unknown): number | undefined => (typeof value === "number" ? value : undefined);
 
@@ -62,7 +65,7 @@ function isAnySchema(s: JsonObject): boolean {
  */
 export function unwrapNullable(schema: JsonObject): { core: JsonObject; nullable: boolean } {
   const variants = schema.anyOf ?? schema.oneOf;
-  if (Array.isArray(variants)) {
+  if (isList(variants)) {
     const nonNull = variants.filter((v) => !isNullSchema(v));
     const only = nonNull[0];
     if (nonNull.length === 1 && variants.length > 1 && isObject(only)) {
@@ -71,7 +74,7 @@ export function unwrapNullable(schema: JsonObject): { core: JsonObject; nullable
     }
     return { core: schema, nullable: false };
   }
-  if (Array.isArray(schema.type) && schema.type.includes("null")) {
+  if (isList(schema.type) && schema.type.includes("null")) {
     const rest = schema.type.filter((t) => t !== "null");
     if (rest.length === 1) return { core: { ...schema, type: rest[0] }, nullable: true };
   }
@@ -87,7 +90,7 @@ export function TypeLabel({ schema, depth = 0 }: { schema: unknown; depth?: numb
   if (typeof schema.$ref === "string") return <code>{schema.$ref}</code>;
 
   const union = schema.anyOf ?? schema.oneOf ?? schema.allOf;
-  if (Array.isArray(union)) {
+  if (isList(union)) {
     const sep = schema.allOf ? " & " : " | ";
     return (
       <span>
@@ -98,7 +101,7 @@ export function TypeLabel({ schema, depth = 0 }: { schema: unknown; depth?: numb
     );
   }
   const type = schema.type;
-  if (Array.isArray(type)) return <span>{type.filter((t) => typeof t === "string").join(" | ")}</span>;
+  if (isList(type)) return <span>{type.filter((t) => typeof t === "string").join(" | ")}</span>;
   if (type === "array" || "items" in schema) {
     return <span>array&lt;<TypeLabel schema={schema.items} depth={depth + 1} />&gt;</span>;
   }
@@ -110,7 +113,7 @@ export function TypeLabel({ schema, depth = 0 }: { schema: unknown; depth?: numb
   }
   if (typeof type === "string") return <span>{type}</span>;
   if ("const" in schema) return <code>{JSON.stringify(schema.const)}</code>;
-  if (Array.isArray(schema.enum)) return <span>enum</span>;
+  if (isList(schema.enum)) return <span>enum</span>;
   return <span>any</span>;
 }
 
@@ -138,7 +141,7 @@ function constraintChips(schema: JsonObject, prefix = ""): ReactNode[] {
   const add = (key: string, node: ReactNode) => chips.push(<Chip key={prefix + key}>{prefix}{node}</Chip>);
   const format = asString(schema.format);
   if (format) add("format", <>format <span className="font-mono">{format}</span></>);
-  if (Array.isArray(schema.enum)) {
+  if (isList(schema.enum)) {
     chips.push(
       <span key={`${prefix}enum`} className="inline-flex flex-wrap items-center gap-1 text-xs text-slate-500">
         {prefix}one of {schema.enum.map((v, i) => <Literal key={i} value={v} />)}
@@ -211,7 +214,7 @@ const allowsExtraProperties = (s: JsonObject) =>
 
 function PropertyList({ schema, depth }: { schema: JsonObject; depth: number }) {
   const properties = isObject(schema.properties) ? schema.properties : {};
-  const required = new Set(Array.isArray(schema.required) ? schema.required.filter((r) => typeof r === "string") : []);
+  const required = new Set(isList(schema.required) ? schema.required.filter((r) => typeof r === "string") : []);
   const entries = Object.entries(properties);
   return (
     <ul className="divide-y divide-slate-100 text-sm">

@@ -12,15 +12,17 @@ export function LoginForm({ initialError }: { initialError?: string }) {
   async function onSubmit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     const form = new FormData(event.currentTarget);
+    const field = (name: string) => {
+      const value = form.get(name);
+      return typeof value === "string" ? value : "";
+    };
     setPending(true);
     setError(undefined);
-    const result = await signIn("credentials", {
-      email: String(form.get("email") ?? ""),
-      password: String(form.get("password") ?? ""),
-      redirect: false,
-    });
+    const result = await signIn("credentials", { email: field("email"), password: field("password"), redirect: false }).catch(() => null);
     setPending(false);
-    if (result?.ok && !result.error) {
+    if (result === null) {
+      setError("Could not reach the server. Try again.");
+    } else if (result?.ok && !result.error) {
       router.replace("/");
       router.refresh();
     } else {
@@ -29,7 +31,7 @@ export function LoginForm({ initialError }: { initialError?: string }) {
   }
 
   return (
-    <form onSubmit={onSubmit} className="space-y-4">
+    <form onSubmit={(event) => void onSubmit(event)} className="space-y-4">
       <label className="block text-sm font-medium">
         Email
         <input name="email" type="email" required autoComplete="username"

@@ -12,7 +12,7 @@ export const keysetCursor = {
   encode: (at: Date, id: string) => Buffer.from(JSON.stringify({ t: at.toISOString(), i: id })).toString("base64url"),
   decode: (cursor: string): { at: string; id: string } => {
     try {
-      const { t, i } = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
+      const { t, i } = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as { t?: unknown; i?: unknown };
       if (typeof t === "string" && typeof i === "string" && !Number.isNaN(Date.parse(t)) && /^[0-9a-f-]{36}$/i.test(i)) return { at: t, id: i };
     } catch {
       // fall through

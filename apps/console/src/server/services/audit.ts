@@ -23,6 +23,7 @@ export async function writeAudit(db: AuditWriter, entry: AuditEntry): Promise<vo
       action: entry.action,
       targetType: entry.targetType ?? null,
       targetId: entry.targetId ?? null,
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- false positive: tsc rejects this value for Prisma's Json input type without the cast
       details: (entry.details ?? {}) as object,
     },
   });

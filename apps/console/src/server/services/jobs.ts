@@ -53,7 +53,7 @@ export async function createJobs(
   items: CreateItem[],
 ): Promise<{ outcomes: CreateOutcome[]; admission: AdmissionResult | null }> {
   const tenant = principal.tenant;
-  const outcomes: (CreateOutcome | undefined)[] = new Array(items.length);
+  const outcomes = new Array<CreateOutcome | undefined>(items.length);
 
   // 1. Validate each item and check its URLs (no I/O against the database yet).
   const prepared: Prepared[] = [];

@@ -87,6 +87,7 @@ export async function createSchedule(prisma: PrismaClient, principal: ApiPrincip
         maxCatchUp: input.maxCatchUp,
         misfireThresholdMs: input.misfireThresholdMs,
         paused: input.paused,
+        // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- false positive: tsc rejects this value for Prisma's Json input type without the cast
         jobTemplate: { ...input.job, dependencyKey: dependencyOf(input.job.target.url, input.job.dependencyKey) } as object,
         nextFireAt: first(rule, now),
         lastFireAt: now,
@@ -152,6 +153,7 @@ export async function changeSchedule(
       where: { id, tenantId: principal.tenant.id, version: current.version },
       data: {
         ...rest,
+        // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- false positive: tsc rejects this value for Prisma's Json input type without the cast
         ...(job ? { jobTemplate: { ...job, dependencyKey: dependencyOf(job.target.url, job.dependencyKey) } as object } : {}),
         nextFireAt: first(merged, now),
         lastFireAt: now,

@@ -16,7 +16,7 @@ export const POST = apiRoute(
     const { outcomes, admission } = await createJobs(getJobDeps(), principal, [{ input: body, idempotencyKey }]);
     const outcome = outcomes[0]!;
     const headers = admission ? rateLimitHeaders(admission) : {};
-    if ("error" in outcome) throw Object.assign(outcome.cause as object, { headers });
+    if ("error" in outcome) throw Object.assign(outcome.cause as Error, { headers });
     return {
       status: outcome.status,
       body: outcome.job,
