@@ -21,7 +21,8 @@ export interface OutboxRelayConfig {
 /** How a row becomes a broker message: the BullMQ job id makes a duplicate publish a no-op (S5). */
 function toMessage(row: sql.OutboxRow, messageId?: string) {
   // A webhook retry is a new message (its own try number); a re-publish of the same try is a duplicate.
-  const jobId = messageId ?? (row.kind === "dispatch" ? row.attempt_id! : `wh-${String(row.payload.deliveryId ?? row.id)}-${String(row.payload.try ?? 1)}`);
+  const { deliveryId, try: tryNumber } = row.payload; // written by the webhook SQL as {deliveryId: uuid, try: int}
+  const jobId = messageId ?? (row.kind === "dispatch" ? row.attempt_id! : `wh-${typeof deliveryId === "string" ? deliveryId : row.id}-${typeof tryNumber === "number" ? tryNumber : 1}`);
   return {
     name: row.kind,
     data: row.payload,
@@ -86,9 +87,9 @@ export class OutboxRelay {
       let timer: NodeJS.Timeout | undefined;
       try {
         const publish = Promise.all(
-          (["dispatch", "webhook"] as const).map((kind) => {
+          (["dispatch", "webhook"] as const).flatMap((kind) => {
             const batch = rows.filter((r) => r.kind === kind);
-            if (batch.length === 0) return null;
+            if (batch.length === 0) return [];
             const queue = this.queues[kind];
             return Promise.all(
               batch.map(async (row) => {

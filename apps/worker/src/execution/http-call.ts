@@ -42,17 +42,16 @@ export function createHttpCaller(options: { allowedCidrs: readonly Cidr[]; maxRe
   const guardedLookup = (hostname: string, opts: object, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void) => {
     dnsLookup(hostname, { ...opts, all: true }, (err, addresses) => {
       if (err) return callback(err, []);
-      const list = addresses as LookupAddress[];
-      for (const a of list) {
+      for (const a of addresses) {
         const verdict = isAddressAllowed(a.address, options.allowedCidrs);
         if (!verdict.ok) return callback(Object.assign(new BlockedAddress(verdict.reason), { code: "ETICKBLOCKED" }), []);
       }
       const all = (opts as { all?: boolean }).all;
-      if (all) callback(null, list);
-      else callback(null, list[0]!.address, list[0]!.family);
+      if (all) callback(null, addresses);
+      else callback(null, addresses[0]!.address, addresses[0]!.family);
     });
   };
-  const agent = new Agent({ connect: { lookup: guardedLookup as never }, connections: options.connections ?? 256, keepAliveTimeout: 10_000 });
+  const agent = new Agent({ connect: { lookup: guardedLookup }, connections: options.connections ?? 256, keepAliveTimeout: 10_000 });
 
   return {
     async call(req) {
