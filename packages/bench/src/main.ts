@@ -52,7 +52,7 @@ async function machineFacts() {
   const redis = new Redis(testRedisUrl());
   const info = await redis.info("server");
   redis.disconnect();
-  const version = (pkg: string) => JSON.parse(fs.readFileSync(path.join(root, "node_modules", pkg, "package.json"), "utf8")).version as string;
+  const version = (pkg: string) => (JSON.parse(fs.readFileSync(path.join(root, "node_modules", pkg, "package.json"), "utf8")) as { version: string }).version;
   return {
     cpus: os.cpus().length,
     cpuModel: os.cpus()[0]?.model ?? "unknown",

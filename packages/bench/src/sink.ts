@@ -27,7 +27,8 @@ export async function startBenchSink(): Promise<BenchSink> {
       let key = typeof header === "string" ? header : "";
       if (!key) {
         try {
-          key = String((JSON.parse(body) as { key?: unknown }).key ?? "");
+          const parsed = (JSON.parse(body) as { key?: unknown }).key;
+          key = typeof parsed === "string" ? parsed : "";
         } catch {
           key = "";
         }

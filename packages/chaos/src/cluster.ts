@@ -97,7 +97,9 @@ export async function startCluster(options: { schedulers: number; workers: numbe
     const n = (incarnations.get(name) ?? 0) + 1;
     incarnations.set(name, n);
     const file = path.join(options.logDir, `${name}.${n}.log`);
-    void proc.exited.then(() => fs.writeFileSync(file, proc.output()));
+    void proc.exited
+      .then(() => fs.writeFileSync(file, proc.output()))
+      .catch((err: unknown) => options.log(`could not keep ${name}'s output in ${file}: ${err instanceof Error ? err.message : String(err)}`));
   };
   if (options.logDir) fs.mkdirSync(options.logDir, { recursive: true });
   const db: TestDatabase = await createTestDatabase(testServerUrl());

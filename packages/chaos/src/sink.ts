@@ -29,7 +29,7 @@ export async function startChaosSink(random: () => number) {
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", async () => {
+    const answer = async () => {
       const path = req.url ?? "/";
       if (path.startsWith("/hook")) {
         webhooks.push({ id: String(req.headers["webhook-id"] ?? ""), at: Date.now() });
@@ -45,6 +45,10 @@ export async function startChaosSink(random: () => number) {
       deliveries.push({ key, attemptId, fencingToken: Number(req.headers["tick-fencing-token"] ?? 0), path, at: Date.now(), status });
       if (status === 200 && !effects.has(key)) effects.set(key, { at: Date.now(), attemptId });
       res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify({ ok: status === 200 }));
+    };
+    // A failure while answering (the client already gone) resets the connection.
+    req.on("end", () => {
+      answer().catch(() => res.destroy());
     });
   });
   server.keepAliveTimeout = 1_000;

@@ -18,6 +18,7 @@ export function runPrismaCli(args: string[], databaseUrl: string): Promise<Prism
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [cli, ...args], {
       cwd: DB_PACKAGE_DIR,
+      // eslint-disable-next-line no-restricted-properties -- the CLI child inherits the environment (PATH, HOME), not config
       env: { ...process.env, DATABASE_URL: databaseUrl, CHECKPOINT_DISABLE: "1", PRISMA_HIDE_UPDATE_MESSAGE: "1" },
       stdio: ["ignore", "pipe", "pipe"],
     });

@@ -94,5 +94,6 @@ export async function createTestDatabase(baseUrl: string): Promise<TestDatabase>
 
 /** The server tests run against: DATABASE_URL when set (CI, the test script), else local defaults. */
 export function testServerUrl(): string {
+  // eslint-disable-next-line no-restricted-properties -- test support: tests are not an app with a config schema
   return process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 }

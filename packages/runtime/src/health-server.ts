@@ -57,7 +57,7 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
   const { logger, checks, registry, checkTimeoutMs = 2000 } = options;
   let shuttingDown = false;
 
-  const server = http.createServer(async (req, res) => {
+  const answer = async (req: http.IncomingMessage, res: http.ServerResponse) => {
     const send = (status: number, body: unknown, type = "application/json") => {
       res.writeHead(status, { "content-type": type, "cache-control": "no-store" });
       res.end(typeof body === "string" ? body : JSON.stringify(body));
@@ -77,6 +77,10 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
       logger.error({ err }, "health endpoint failed");
       return send(500, { status: "error" });
     }
+  };
+  // answer() catches its own errors; this only catches a failure to send the 500 itself.
+  const server = http.createServer((req, res) => {
+    answer(req, res).catch((err: unknown) => logger.error({ err }, "health endpoint could not answer"));
   });
 
   await new Promise<void>((resolve, reject) => {

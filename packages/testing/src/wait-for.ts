@@ -1,3 +1,5 @@
+import { inspect } from "node:util";
+
 export interface WaitForOptions {
   timeoutMs?: number;
   intervalMs?: number;
@@ -16,12 +18,12 @@ export async function waitFor<T>(probe: () => Promise<T> | T, options: WaitForOp
   for (;;) {
     try {
       const value = await probe();
-      if (value) return value as NonNullable<T>;
+      if (value) return value;
     } catch (err) {
       lastError = err;
     }
     if (Date.now() > deadline) {
-      const suffix = lastError ? ` (last error: ${lastError instanceof Error ? lastError.message : String(lastError)})` : "";
+      const suffix = lastError ? ` (last error: ${lastError instanceof Error ? lastError.message : inspect(lastError)})` : "";
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${description}${suffix}`);
     }
     await new Promise((r) => setTimeout(r, intervalMs));
