@@ -80,7 +80,7 @@ export function redisAnswers(url, timeoutMs = 2000) {
     });
     let buffer = "";
     socket.on("data", (d) => {
-      buffer += d;
+      buffer += d.toString();
       if (buffer.includes("+PONG")) done(true);
       else if (buffer.includes("-")) done(false);
     });
