@@ -39,7 +39,7 @@ test("the demo owner signs in and sees the tenant dashboard", async ({ page }) =
     for await (const c of stream) chunks.push(c as Buffer);
     return Buffer.concat(chunks).toString("utf8");
   });
-  const last = JSON.parse(ndjson.trim().split("\n").at(-1)!);
+  const last = JSON.parse(ndjson.trim().split("\n").at(-1)!) as { type: string; count?: unknown };
   expect(last).toMatchObject({ type: "end" });
   expect(typeof last.count).toBe("number");
   await page.screenshot({ path: "test-results/dashboard.png", fullPage: true });

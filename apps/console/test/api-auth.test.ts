@@ -16,7 +16,7 @@ describe("API key authentication", () => {
     const res = await fetch(`${suite.h.baseUrl}/api/v1/jobs`, { headers: authorization ? { authorization } : {} });
     expect(res.status).toBe(401);
     expect(res.headers.get("content-type")).toMatch(/^application\/problem\+json/);
-    expect((await res.json()).type).toBe(unauthorized);
+    expect(((await res.json()) as { type: string }).type).toBe(unauthorized);
   });
 
   it("refuses a key whose secret part is wrong, though the prefix exists", async () => {

@@ -8,8 +8,10 @@ async function kill(id: string, error: Record<string, unknown>, finishedAgoMs: n
   const p = suite.h.prisma;
   const job = await p.job.findUniqueOrThrow({ where: { id } });
   await p.attempt.create({
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- false positive: tsc rejects this value for Prisma's Json input type without the cast
     data: { jobId: id, tenantId: job.tenantId, number: 1, fencingToken: 1n, jobVersion: 2, shardEpoch: 1n, status: "failed", outcome: String(error.kind), httpStatus: (error.status as number) ?? null, error: error as object, startedAt: new Date(), finishedAt: new Date() },
   });
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- false positive: tsc rejects this value for Prisma's Json input type without the cast
   await p.job.update({ where: { id }, data: { status: "dead", version: 4, attemptCount: 1, lastError: error as object, finishedAt: new Date(Date.now() - finishedAgoMs) } });
 }
 

@@ -132,7 +132,7 @@ describe("POST /api/v1/jobs", () => {
     for (const [res, status, type] of cases) {
       expect(res.status).toBe(status);
       expect(res.headers.get("content-type")).toMatch(/^application\/problem\+json/);
-      expect((await res.json()).type).toBe(problemType(type));
+      expect(((await res.json()) as { type: string }).type).toBe(problemType(type));
     }
   });
 

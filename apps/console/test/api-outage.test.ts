@@ -40,7 +40,7 @@ describe("database unreachable (S3)", () => {
     try {
       const res = await fetch(`${suite.h.baseUrl}/readyz`);
       expect(res.status).toBe(503);
-      expect((await res.json()).failed).toHaveProperty("database");
+      expect(((await res.json()) as { failed: unknown }).failed).toHaveProperty("database");
     } finally {
       suite.h.dbProxy.restore();
     }

@@ -6,11 +6,16 @@ import type { ResponseRecord } from "@tick/client";
  * Checks recorded responses against the OpenAPI document the console serves: the status must be
  * documented for the operation, and the body must match the documented schema for its content type.
  */
+/** The parts of the OpenAPI document read here (ajv reads the rest). */
+type OpenApiDocument = {
+  paths?: Record<string, Record<string, { responses?: Record<string, { content?: Record<string, unknown> } | undefined> } | undefined> | undefined>;
+};
+
 export function createOpenApiValidator(baseUrl: string) {
-  let loaded: Promise<{ ajv: Ajv2020; doc: any }> | undefined;
+  let loaded: Promise<{ ajv: Ajv2020; doc: OpenApiDocument }> | undefined;
   const load = () =>
     (loaded ??= (async () => {
-      const doc = await (await fetch(`${baseUrl}/api/v1/openapi.json`)).json();
+      const doc = (await (await fetch(`${baseUrl}/api/v1/openapi.json`)).json()) as OpenApiDocument;
       const ajv = new Ajv2020({ strict: false, allErrors: true });
       (addFormats as unknown as (a: Ajv2020) => void)(ajv);
       ajv.addSchema(doc, "openapi.json");
@@ -48,7 +53,7 @@ export function createOpenApiValidator(baseUrl: string) {
           continue;
         }
         // NDJSON: the schema describes each line.
-        const items = type === "application/x-ndjson" ? String(r.body ?? "").split("\n").filter(Boolean).map((line) => JSON.parse(line)) : [r.body];
+        const items = type === "application/x-ndjson" ? (typeof r.body === "string" ? r.body : "").split("\n").filter(Boolean).map((line): unknown => JSON.parse(line)) : [r.body];
         for (const item of items) {
           if (!validate(item)) problems.push(`${label}: ${ajv.errorsText(validate.errors)} — body ${JSON.stringify(item).slice(0, 300)}`);
         }

@@ -27,8 +27,8 @@ describe("dispatch", () => {
     for (const r of rows) expect(r).toMatchObject({ job_version: 2, fencing_token: "1", number: 1, status: "pending", version: 2, current: r.id });
 
     expect(await s.relayOnce()).toBe(20);
-    const outbox = await w.pool.query(`SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL`);
-    expect(outbox.rows[0].n).toBe(0);
+    const outbox = await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL`);
+    expect(outbox.rows[0]!.n).toBe(0);
     const jobs = await w.attemptsQueue.getJobs(["waiting", "prioritized", "delayed"]);
     expect(jobs.map((j) => j.id).sort()).toEqual(rows.map((r) => r.id).sort());
     expect(jobs[0]!.data).toMatchObject({ version: 2, fencingToken: "1", tenantId: t.id });
@@ -52,8 +52,8 @@ describe("dispatch", () => {
     await w.pool.query(`UPDATE queues SET concurrency = NULL WHERE id = $1`, [t.queueId]);
     await s.dispatchOnce();
     expect((await statusCounts(w.pool)).dispatched).toBe(7);
-    const paused = await w.pool.query(`SELECT count(*)::int AS n FROM jobs WHERE queue_id = $1 AND status = 'scheduled'`, [rows[0]!.id]);
-    expect(paused.rows[0].n).toBe(10);
+    const paused = await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs WHERE queue_id = $1 AND status = 'scheduled'`, [rows[0]!.id]);
+    expect(paused.rows[0]!.n).toBe(10);
   });
 
   it("a quiet tenant's due job goes out in the same round as a noisy tenant's 20,000-job burst", async () => {
@@ -67,11 +67,11 @@ describe("dispatch", () => {
       await w.insertJobs(quiet, 1);
       await s.dueIndex.noteDue(quiet.shard, quiet.id, Date.now()); // as the API does after its commit
       await s.dispatchOnce();
-      const waiting = await w.pool.query(`SELECT count(*)::int AS n FROM jobs WHERE tenant_id = $1 AND status = 'scheduled'`, [quiet.id]);
-      expect(waiting.rows[0].n).toBe(0);
+      const waiting = await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs WHERE tenant_id = $1 AND status = 'scheduled'`, [quiet.id]);
+      expect(waiting.rows[0]!.n).toBe(0);
     }
-    const noisyLeft = await w.pool.query(`SELECT count(*)::int AS n FROM jobs WHERE tenant_id = $1 AND status = 'scheduled'`, [noisy.id]);
-    expect(noisyLeft.rows[0].n).toBeGreaterThan(15_000);
+    const noisyLeft = await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs WHERE tenant_id = $1 AND status = 'scheduled'`, [noisy.id]);
+    expect(noisyLeft.rows[0]!.n).toBeGreaterThan(15_000);
   });
 
   it("shares capacity by weight between saturated tenants", async () => {

@@ -254,7 +254,7 @@ describe("data lifecycle: hot tables hold live work, history is pruned in bounde
     // Older than the tenant's 7-day retention and no longer pending: gone; pending deliveries stay.
     expect(await count(world, `SELECT count(*) AS n FROM webhook_deliveries`)).toBe(3);
     const rows = await scheduler.metrics.maintenanceRows.get();
-    const byTask = Object.fromEntries(rows.values.map((v) => [v.labels.task, v.value]));
+    const byTask = Object.fromEntries(rows.values.map((v) => [String(v.labels.task), v.value]));
     expect(byTask).toMatchObject({ idempotency_keys_released: 7, outbox_deleted: 7, webhook_deliveries_deleted: 6 });
     expect(byTask.partitions_created).toBeGreaterThan(0);
   });

@@ -86,7 +86,7 @@ describe("outbox relay", () => {
     await w.insertJobs(t, 10);
     await expect(s.dispatchOnce()).rejects.toBeInstanceOf(FaultInjected);
     expect(await statusCounts(w.pool)).toEqual({ scheduled: 10 });
-    expect((await w.pool.query(`SELECT count(*)::int AS n FROM outbox`)).rows[0].n).toBe(0);
+    expect((await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox`)).rows[0]!.n).toBe(0);
     expect(await s.dispatchOnce()).toBe(10);
   });
 });
@@ -118,8 +118,8 @@ describe("reaper", () => {
     const after = (await w.attemptsQueue.getJobs(["waiting", "prioritized"])).map((j) => j.id).sort();
     expect(after).toEqual(before);
     expect(await statusCounts(w.pool)).toEqual({ dispatched: 30 });
-    const attempts = await w.pool.query(`SELECT count(*)::int AS n FROM attempts`);
-    expect(attempts.rows[0].n).toBe(30);
+    const attempts = await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM attempts`);
+    expect(attempts.rows[0]!.n).toBe(30);
   });
 
   it("a message consumed without starting its attempt (the worker could not reach Postgres) is re-published under a new message ID, once", async () => {
@@ -158,7 +158,7 @@ describe("reaper", () => {
     await new Promise((r) => setTimeout(r, 300));
     await s.reapOnce();
     await s.relayOnce();
-    expect((await w.pool.query(`SELECT count(*)::int AS n FROM outbox WHERE kind = 'dispatch'`)).rows[0].n).toBe(9);
+    expect((await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox WHERE kind = 'dispatch'`)).rows[0]!.n).toBe(9);
     expect(await waiting()).toEqual(attemptIds.map((id) => `${id}-r1`).sort());
     expect(await statusCounts(w.pool)).toEqual({ dispatched: 3 });
   });
@@ -180,10 +180,10 @@ describe("reaper", () => {
       await w.pool.query(`UPDATE jobs SET status = 'running', version = version + 1, attempt_count = attempt_count + 1`);
       await s.reapOnce();
     }
-    const job = (await w.pool.query(`SELECT status, attempt_count, fencing_token::int AS token, last_error FROM jobs`)).rows[0];
+    const job = (await w.pool.query<{ status: string; attempt_count: number; token: number; last_error: { kind: string } }>(`SELECT status, attempt_count, fencing_token::int AS token, last_error FROM jobs`)).rows[0];
     expect(job).toMatchObject({ status: "dead", attempt_count: 2, token: 2 });
-    expect(job.last_error.kind).toBe("lease_expired");
-    const attempts = (await w.pool.query(`SELECT id, status, fencing_token::int AS token FROM attempts ORDER BY fencing_token`)).rows;
+    expect(job?.last_error.kind).toBe("lease_expired");
+    const attempts = (await w.pool.query<{ id: string; status: string; token: number }>(`SELECT id, status, fencing_token::int AS token FROM attempts ORDER BY fencing_token`)).rows;
     expect(attempts.map((a) => [a.status, a.token])).toEqual([
       ["lease_expired", 1],
       ["lease_expired", 2],

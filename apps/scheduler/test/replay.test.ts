@@ -134,7 +134,7 @@ describe("DLQ replay loop", () => {
       [ids],
     );
     expect(attempts.rows.every((a) => a.n === 2 && a.ids === 2)).toBe(true);
-    expect((await w.pool.query(`SELECT count(*)::int AS n FROM jobs WHERE status = 'dead'`)).rows[0].n).toBe(1);
+    expect((await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs WHERE status = 'dead'`)).rows[0]!.n).toBe(1);
     expect(await auditActions(replay.id)).toEqual([{ action: "dlq.replay.completed", actor_type: "system" }]);
   });
 
@@ -186,7 +186,7 @@ describe("DLQ replay loop", () => {
 
     const cancelled = await sql.applyReplayAction(w.pool, t.id, replay.id, "cancel", "cancelled");
     expect(cancelled).toMatchObject({ status: "cancelled", skipped: 25, finished_at: null });
-    expect((await w.pool.query(`SELECT count(*)::int AS n FROM jobs WHERE status = 'dead'`)).rows[0].n).toBe(25);
+    expect((await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs WHERE status = 'dead'`)).rows[0]!.n).toBe(25);
     expect(await s.replayOnce()).toBe(0);
 
     await dueNow();
@@ -230,7 +230,7 @@ describe("DLQ replay loop", () => {
     await fresh.init();
     await fresh.leaseTick();
     expect(await stale.replayOnce()).toBe(0);
-    expect((await w.pool.query(`SELECT count(*)::int AS n FROM jobs WHERE status = 'scheduled'`)).rows[0].n).toBe(0);
+    expect((await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs WHERE status = 'scheduled'`)).rows[0]!.n).toBe(0);
     expect(await fresh.replayOnce()).toBe(10);
   });
 });

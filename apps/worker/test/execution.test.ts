@@ -126,7 +126,7 @@ describe("execution (real scheduler and worker processes, a recording sink)", ()
     await w.startScheduler();
     const t = await w.createTenant();
     const id = await w.createJob(t, sink.url("/never"));
-    await waitFor(async () => (await w.pool.query(`SELECT count(*)::int AS n FROM outbox WHERE job_id = $1 AND published_at IS NOT NULL`, [id])).rows[0].n === 1, {
+    await waitFor(async () => (await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox WHERE job_id = $1 AND published_at IS NOT NULL`, [id])).rows[0]?.n === 1, {
       description: "dispatched and published",
     });
     expect((await sql.cancelJobBeforeStart(w.pool, t.id, id))?.status).toBe("cancelled");
@@ -151,19 +151,19 @@ describe("completion fencing (S7)", () => {
     await w.pool.query(`UPDATE jobs SET status = 'scheduled', version = version + 1, current_attempt_id = NULL WHERE id = $1`, [id]);
     const claim2 = await sql.claimDueJobs(w.pool, { shard: t.shard, epoch: "1", tenantId: t.id, limit: 1 });
     const second = (await sql.startAttempt(w.pool, { attemptId: claim2[0]!.attempt_id, jobId: id, version: claim2[0]!.version, workerId: "b", leaseMs: 60_000 })) as sql.StartedAttempt;
-    expect(second!.fencing_token).toBe("2");
+    expect(second.fencing_token).toBe("2");
 
     const late = await sql.completeAttempt(w.pool, {
-      attemptId: claim1[0]!.attempt_id, jobId: id, version: first!.version, fencingToken: first!.fencing_token,
+      attemptId: claim1[0]!.attempt_id, jobId: id, version: first.version, fencingToken: first.fencing_token,
       outcome: "success", decision: { kind: "succeeded" }, httpStatus: 200, error: null, result: { late: true }, durationMs: 5,
     });
     expect(late.won).toBe(false);
     const current = await sql.completeAttempt(w.pool, {
-      attemptId: claim2[0]!.attempt_id, jobId: id, version: second!.version, fencingToken: second!.fencing_token,
+      attemptId: claim2[0]!.attempt_id, jobId: id, version: second.version, fencingToken: second.fencing_token,
       outcome: "success", decision: { kind: "succeeded" }, httpStatus: 200, error: null, result: { current: true }, durationMs: 5,
     });
     expect(current.won).toBe(true);
-    const job = (await w.pool.query(`SELECT status, result FROM jobs WHERE id = $1`, [id])).rows[0];
+    const job = (await w.pool.query<{ status: string; result: unknown }>(`SELECT status, result FROM jobs WHERE id = $1`, [id])).rows[0];
     expect(job).toEqual({ status: "succeeded", result: { current: true } });
     const attempts = await w.attempts(id);
     expect(attempts.map((a) => [a.status, a.late_completions])).toEqual([

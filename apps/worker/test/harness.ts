@@ -105,10 +105,10 @@ export async function createProcessWorld(): Promise<ProcessWorld> {
       return row!.id;
     },
     async job(id) {
-      return (await pool.query(`SELECT status, attempt_count, version FROM jobs WHERE id = $1`, [id])).rows[0];
+      return (await pool.query<{ status: string; attempt_count: number; version: number }>(`SELECT status, attempt_count, version FROM jobs WHERE id = $1`, [id])).rows[0]!;
     },
     async attempts(jobId) {
-      return (await pool.query(`SELECT id, status, fencing_token::text, late_completions FROM attempts WHERE job_id = $1 ORDER BY fencing_token`, [jobId])).rows;
+      return (await pool.query<{ id: string; status: string; fencing_token: string; late_completions: number }>(`SELECT id, status, fencing_token::text, late_completions FROM attempts WHERE job_id = $1 ORDER BY fencing_token`, [jobId])).rows;
     },
     async close() {
       for (const p of processes) {

@@ -27,7 +27,7 @@ async function createSchedule(w: ProcessWorld, tenant: { id: string; queueId: st
 
 const jobsOf = async (w: ProcessWorld, id: string, after: Date): Promise<OccurrenceJob[]> =>
   (
-    await w.pool.query(
+    await w.pool.query<OccurrenceJob>(
       `SELECT occurrence_at, created_at, (metadata->'occurrence'->>'coalesced')::int AS coalesced FROM jobs
         WHERE schedule_id = $1 AND occurrence_at > $2 ORDER BY occurrence_at`,
       [id, after],

@@ -149,9 +149,9 @@ describe("DLQ replay (real processes)", () => {
     // Whichever notices first: the replay's own failure rate, or the dependency's open circuit breaker.
     expect(paused.status_reason).toMatch(/of the last 20 replayed jobs failed again \(\d+%, threshold 50%\)\. Errors: http_status 503|circuit breaker of 127\.0\.0\.1:\d+ is open/);
     expect(paused.released).toBeLessThan(300);
-    const audit = await w.pool.query(`SELECT actor_type, details FROM audit_log WHERE target_id = $1 AND action = 'dlq.replay.auto_paused'`, [replay.id]);
+    const audit = await w.pool.query<{ actor_type: string; details: unknown }>(`SELECT actor_type, details FROM audit_log WHERE target_id = $1 AND action = 'dlq.replay.auto_paused'`, [replay.id]);
     expect(audit.rows).toHaveLength(1);
-    expect(audit.rows[0].actor_type).toBe("system");
+    expect(audit.rows[0]?.actor_type).toBe("system");
 
     // Paused means paused: nothing more is released.
     await new Promise((r) => setTimeout(r, 1_500));

@@ -22,7 +22,7 @@ export async function startSink() {
     let body = "";
     req.setEncoding("utf8");
     req.on("data", (chunk: string) => (body += chunk));
-    req.on("end", async () => {
+    const answer = async () => {
       const record: SinkRequest = {
         path: req.url ?? "/",
         idempotencyKey: req.headers["idempotency-key"] as string | undefined,
@@ -39,6 +39,10 @@ export async function startSink() {
       if (plan.delayMs) await new Promise((r) => setTimeout(r, plan.delayMs));
       res.writeHead(plan.status, { "content-type": "application/json" });
       res.end(JSON.stringify({ ok: plan.status < 300 }));
+    };
+    // A failure while answering (a rejected hold, a closed socket) resets the connection.
+    req.on("end", () => {
+      answer().catch(() => res.destroy());
     });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));

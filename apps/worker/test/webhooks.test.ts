@@ -45,7 +45,7 @@ describe("completion webhooks (Standard Webhooks)", () => {
     }
     // The sink has answered; the worker records the try right after.
     const log = await waitFor(async () => {
-      const r = await w.pool.query(`SELECT status, attempts FROM webhook_deliveries WHERE tenant_id = $1 ORDER BY created_at`, [t.id]);
+      const r = await w.pool.query<{ status: string; attempts: number }>(`SELECT status, attempts FROM webhook_deliveries WHERE tenant_id = $1 ORDER BY created_at`, [t.id]);
       return r.rows.every((row) => row.status !== "pending") ? r : null;
     }, { description: "both deliveries recorded" });
     expect(log.rows).toEqual([
@@ -64,12 +64,12 @@ describe("completion webhooks (Standard Webhooks)", () => {
     await waitFor(() => webhooksAt("/done").length === 3, { timeoutMs: 20_000, description: "three delivery tries" });
     const ids = new Set(webhooksAt("/done").map((r) => r.headers["webhook-id"]));
     expect(ids.size).toBe(1);
-    const body = JSON.parse(webhooksAt("/done")[2]!.body);
+    const body: unknown = JSON.parse(webhooksAt("/done")[2]!.body);
     expect(body).toMatchObject({ type: "job.dead", data: { jobId: id, status: "dead" } });
-    await waitFor(async () => (await w.pool.query(`SELECT status FROM webhook_deliveries WHERE job_id = $1`, [id])).rows[0]?.status === "delivered", {
+    await waitFor(async () => (await w.pool.query<{ status: string }>(`SELECT status FROM webhook_deliveries WHERE job_id = $1`, [id])).rows[0]?.status === "delivered", {
       description: "delivery recorded as delivered",
     });
-    const row = (await w.pool.query(`SELECT attempts, last_status FROM webhook_deliveries WHERE job_id = $1`, [id])).rows[0];
+    const row = (await w.pool.query<{ attempts: number; last_status: number }>(`SELECT attempts, last_status FROM webhook_deliveries WHERE job_id = $1`, [id])).rows[0];
     expect(row).toEqual({ attempts: 3, last_status: 200 });
   });
 

@@ -62,7 +62,7 @@ describe("judgeFailureRate", () => {
   const bad = (error: string): FirstOutcome => ({ outcome: "failed", error });
 
   it("waits for a full window before judging", () => {
-    expect(judgeFailureRate(Array(19).fill(bad("timeout")), { window: 20, threshold: 0.5, total: 2_000 })).toEqual({ pause: false, rate: null });
+    expect(judgeFailureRate(Array<FirstOutcome>(19).fill(bad("timeout")), { window: 20, threshold: 0.5, total: 2_000 })).toEqual({ pause: false, rate: null });
   });
 
   it("judges a replay smaller than the window once all its jobs have a first outcome", () => {
@@ -70,7 +70,7 @@ describe("judgeFailureRate", () => {
   });
 
   it("pauses above the threshold and says why, most common error first", () => {
-    const verdict = judgeFailureRate([...Array(12).fill(bad("http_status 503")), ...Array(6).fill(bad("timeout")), ok, ok], { window: 20, threshold: 0.5, total: 100 });
+    const verdict = judgeFailureRate([...Array<FirstOutcome>(12).fill(bad("http_status 503")), ...Array<FirstOutcome>(6).fill(bad("timeout")), ok, ok], { window: 20, threshold: 0.5, total: 100 });
     expect(verdict.pause).toBe(true);
     if (!verdict.pause) return;
     expect(verdict.rate).toBe(0.9);
@@ -79,7 +79,7 @@ describe("judgeFailureRate", () => {
   });
 
   it("keeps going at or below the threshold, judging only the newest window", () => {
-    const recent = [...Array(10).fill(ok), ...Array(10).fill(bad("timeout")), ...Array(50).fill(bad("timeout"))];
+    const recent = [...Array<FirstOutcome>(10).fill(ok), ...Array<FirstOutcome>(10).fill(bad("timeout")), ...Array<FirstOutcome>(50).fill(bad("timeout"))];
     expect(judgeFailureRate(recent, { window: 20, threshold: 0.5, total: 100 })).toEqual({ pause: false, rate: 0.5 });
   });
 });

@@ -1,6 +1,5 @@
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import pg from "pg";
 import { createPool, createPrismaClient, isDatabaseUnavailable, type PrismaClient } from "./client.js";
 import { createTestDatabase, testServerUrl, type TestDatabase } from "./testing.js";
 

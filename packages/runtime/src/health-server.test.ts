@@ -47,6 +47,6 @@ describe("health server", () => {
     });
     const res = await fetch(`http://127.0.0.1:${server.port}/readyz`);
     expect(res.status).toBe(503);
-    expect((await res.json()).failed.redis).toMatch(/timed out/);
+    expect(((await res.json()) as { failed: Record<string, string> }).failed.redis).toMatch(/timed out/);
   });
 });

@@ -13,7 +13,7 @@ describe("createLogger", () => {
       "hello",
     );
     await new Promise((r) => setImmediate(r));
-    const line = JSON.parse(chunks.join(""));
+    const line: unknown = JSON.parse(chunks.join(""));
     expect(line).toMatchObject({ name: "test", level: "info", msg: "hello" });
     const text = chunks.join("");
     expect(text).not.toContain("tk_secret_value");

@@ -10,7 +10,7 @@ const DATABASE_URL = process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.
 const FAST_MS = 1000;
 
 // Everything a test starts is stopped here, in reverse order, even when the test failed.
-const cleanups: Array<() => Promise<unknown> | unknown> = [];
+const cleanups: Array<() => unknown> = []; // awaited: a cleanup may return a promise
 afterEach(async () => {
   for (let cleanup = cleanups.pop(); cleanup; cleanup = cleanups.pop()) await cleanup();
 });
@@ -108,7 +108,7 @@ describe("startTcpProxy with an echo server", () => {
       // Replies only once the request is complete (the client's FIN), like an HTTP/1.0 exchange.
       const server = net.createServer({ allowHalfOpen: true }, (socket) => {
         let request = "";
-        socket.on("data", (chunk) => (request += chunk));
+        socket.on("data", (chunk) => (request += chunk.toString()));
         socket.on("end", () => socket.end(`got ${request}`));
         socket.on("error", () => {});
       });
