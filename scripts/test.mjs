@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm test`: every test against real Postgres and Redis.
 //   1. dependencies, Postgres and Redis (found or started, as for `npm start`), build
-//   2. unit and integration tests: one vitest run over all workspaces (each test makes its own
+//   2. lint (`npm run lint`, counted as one test; its type-aware rules read the build's types), then
+//      unit and integration tests: one vitest run over all workspaces (each test makes its own
 //      database from a migrated template and its own Redis key prefix)
 //   3. the fault-injection suite's short profile (packages/chaos): the real console, schedulers and
 //      workers under a mixed workload while every seed scenario's fault is injected, then the
@@ -42,6 +43,15 @@ function withDatabase(url, name) {
   const u = new URL(url);
   u.pathname = `/${name}`;
   return u.toString();
+}
+
+/** `npm run lint`: counts as one test, passed when ESLint exits 0 (no error, no warning). */
+async function lint(env) {
+  log("lint (eslint . --max-warnings 0)");
+  const code = await exec("npm", ["run", "--silent", "lint"], { env });
+  if (code === 0) totals.passed += 1;
+  else totals.failed += 1;
+  log(`lint: ${code === 0 ? "passed" : `FAILED (exit ${code})`}`);
 }
 
 async function unitAndIntegration(env) {
@@ -197,6 +207,7 @@ async function main() {
   log(`database ${redact(env.DATABASE_URL)}, redis ${redact(env.REDIS_URL)}`);
   build(log, env);
 
+  if (runUnit) await lint(env);
   if (runUnit) await unitAndIntegration(env);
   if (runChaos) await chaos(env);
   if (runE2e) await endToEnd(env, env.DATABASE_URL);
