@@ -66,6 +66,19 @@ function naiveIso(ms: number): string {
 type OffsetAt = (instantMs: number) => number;
 
 /**
+ * The first whole second in (lo, hi] whose offset differs from `offLo` (lo's), given hi's does: a
+ * bisection to the second (transitions fall on whole seconds; lo and hi are whole seconds).
+ */
+function firstChange(offsetAt: OffsetAt, lo: number, hi: number, offLo: number): number {
+  while (hi - lo > 1000) {
+    const mid = lo + Math.floor((hi - lo) / 2000) * 1000;
+    if (offsetAt(mid) === offLo) lo = mid;
+    else hi = mid;
+  }
+  return hi;
+}
+
+/**
  * The zone's UTC offset (minutes) as a function of the instant, from a handful of Intl lookups per
  * stretch of time instead of one per call (each lookup formats a date: a per-second schedule near a
  * transition asked for hundreds of thousands and held the scheduler's event loop for seconds). The offset
@@ -76,23 +89,14 @@ function offsetTimeline(zone: IANAZone): OffsetAt {
   const raw = (t: number) => zone.offset(t);
   const stretches: { start: number; end: number; offset: number }[] = []; // offset constant on [start, end)
   const PROBE = 6 * HOUR;
-  /** The first whole second in (lo, hi] whose offset differs from `offLo` (lo's), given hi's does. */
-  const firstChange = (lo: number, hi: number, offLo: number) => {
-    while (hi - lo > 1000) {
-      const mid = lo + Math.floor((hi - lo) / 2000) * 1000;
-      if (raw(mid) === offLo) lo = mid;
-      else hi = mid;
-    }
-    return hi;
-  };
   return (t) => {
     for (const s of stretches) if (s.start <= t && t < s.end) return s.offset;
     const second = Math.floor(t / 1000) * 1000;
     const offset = raw(second);
     const before = raw(second - PROBE);
     const after = raw(second + PROBE);
-    const start = before === offset ? second - PROBE : firstChange(second - PROBE, second, before);
-    const end = after === offset ? second + PROBE : firstChange(second, second + PROBE, offset);
+    const start = before === offset ? second - PROBE : firstChange(raw, second - PROBE, second, before);
+    const end = after === offset ? second + PROBE : firstChange(raw, second, second + PROBE, offset);
     if (stretches.length >= 64) stretches.shift();
     stretches.push({ start, end, offset });
     return offset;
@@ -108,13 +112,7 @@ function nextTransition(offsetAt: OffsetAt, fromMs: number, withinMs: number): {
   for (let t = lo + HOUR; lo < until; lo = t, t += HOUR) {
     const off = offsetAt(Math.min(t, until));
     if (off === from) continue;
-    let hi = Math.min(t, until);
-    while (hi - lo > 1000) {
-      const mid = lo + Math.floor((hi - lo) / 2000) * 1000;
-      if (offsetAt(mid) === from) lo = mid;
-      else hi = mid;
-    }
-    return { at: hi, from, to: off };
+    return { at: firstChange(offsetAt, lo, Math.min(t, until), from), from, to: off };
   }
   return undefined;
 }
@@ -129,15 +127,9 @@ function resolveWall(offsetAt: OffsetAt, wallMs: number): { instants: number[]; 
     .sort((a, b) => a - b);
   if (instants.length > 0) return { instants };
   // A gap: the transition lies between the two candidate instants; find it to the second.
-  let lo = wallMs - Math.max(before, after) * MINUTE;
-  let hi = wallMs - Math.min(before, after) * MINUTE;
-  const offLo = offsetAt(lo);
-  while (hi - lo > 1000) {
-    const mid = lo + Math.floor((hi - lo) / 2000) * 1000;
-    if (offsetAt(mid) === offLo) lo = mid;
-    else hi = mid;
-  }
-  return { instants: [], gapEnd: hi };
+  const lo = wallMs - Math.max(before, after) * MINUTE;
+  const hi = wallMs - Math.min(before, after) * MINUTE;
+  return { instants: [], gapEnd: firstChange(offsetAt, lo, hi, offsetAt(lo)) };
 }
 
 /**
