@@ -3,7 +3,7 @@ import type pg from "pg";
 import { startTcpProxy, type TcpProxy } from "@tick/testing";
 import { createPool, createPrismaClient, isDatabaseUnavailable, type PrismaClient } from "./client.js";
 import { CommitOutcomeUnknownError, isCommitOutcomeUnknown, prismaTransaction } from "./commit-outcome.js";
-import { inTransaction } from "./sql/types.js";
+import { inTransaction } from "./in-transaction.js";
 import { createTestDatabase, testServerUrl, type TestDatabase } from "./testing.js";
 
 // The connection is lost at two different moments: during COMMIT (the server committed, the client never

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import { createPool } from "./client.js";
-import { inTransaction } from "./sql/types.js";
+import { inTransaction } from "./in-transaction.js";
 import { createTestDatabase, testServerUrl, type TestDatabase } from "./testing.js";
 
 let db: TestDatabase;

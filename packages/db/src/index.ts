@@ -5,5 +5,6 @@ export * from "./passwords.js";
 export * from "./shards.js";
 export * from "./seed.js";
 export * as sql from "./sql/index.js";
-export { inTransaction, type Queryable } from "./sql/types.js";
+export { inTransaction } from "./in-transaction.js";
+export type { Queryable } from "./sql/types.js";
 export * from "./signing-secrets.js";

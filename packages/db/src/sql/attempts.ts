@@ -2,7 +2,8 @@
 // Each is one conditional statement; a lost race is a normal result (null / false), not an error.
 import type pg from "pg";
 import { ATTEMPTS_ALL, JOBS_ALL } from "./lifecycle.js";
-import { inTransaction, type Queryable } from "./types.js";
+import { inTransaction } from "../in-transaction.js";
+import type { Queryable } from "./types.js";
 import { jobWebhookCtes } from "./webhooks.js";
 
 export interface StartedAttempt {
