@@ -3,9 +3,10 @@
 // same transaction as the outcome. Deliveries retry with backoff; the rows are the delivery log.
 import type { Queryable } from "./types.js";
 
-export type JobEvent = "job.succeeded" | "job.dead" | "job.expired" | "job.cancelled";
+/** The event a completion webhook announces (not core's JobEvent, which names a state-machine transition). */
+export type WebhookEventType = "job.succeeded" | "job.dead" | "job.expired" | "job.cancelled";
 
-export const EVENT_FOR_STATUS: Record<string, JobEvent | undefined> = {
+export const EVENT_FOR_STATUS: Record<string, WebhookEventType | undefined> = {
   succeeded: "job.succeeded",
   dead: "job.dead",
   expired: "job.expired",
