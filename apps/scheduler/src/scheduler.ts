@@ -2,7 +2,7 @@ import type pg from "pg";
 import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Registry } from "prom-client";
-import { ATTEMPT_QUEUE } from "@tick/core";
+import { ATTEMPT_QUEUE, WEBHOOK_QUEUE } from "@tick/core";
 import { createBreakers } from "@tick/breaker";
 import { createDueIndex } from "@tick/due-index";
 import { sql } from "@tick/db";
@@ -17,8 +17,6 @@ import { Reaper } from "./reaper/reaper.js";
 import { Maintenance } from "./maintenance/maintenance.js";
 import { Materializer } from "./recurrence/materializer.js";
 import { Replayer } from "./replay/replayer.js";
-
-export const WEBHOOK_QUEUE = "webhooks";
 
 export interface SchedulerConfig {
   id: string;

@@ -2,7 +2,7 @@ import type pg from "pg";
 import { Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Registry } from "prom-client";
-import { ATTEMPT_QUEUE, type Cidr } from "@tick/core";
+import { ATTEMPT_QUEUE, WEBHOOK_QUEUE, type Cidr } from "@tick/core";
 import { createBreakers, type BreakerPolicy } from "@tick/breaker";
 import { createDueIndex } from "@tick/due-index";
 import { ensureSigningSecrets } from "@tick/db";
@@ -37,8 +37,6 @@ export interface WorkerDeps {
   config: WorkerConfig;
   faults?: FaultPoints;
 }
-
-export const WEBHOOK_QUEUE = "webhooks";
 
 /** Consumes dispatch messages from BullMQ and runs each as one attempt. */
 export function createAttemptWorker(deps: WorkerDeps) {

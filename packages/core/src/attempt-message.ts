@@ -1,8 +1,5 @@
 import { z } from "zod";
 
-/** BullMQ queue the scheduler's outbox relay publishes attempts to and workers consume. */
-export const ATTEMPT_QUEUE = "attempts";
-
 /**
  * What a dispatch message carries. The BullMQ job id is the attempt ID, so a re-publish of the same
  * attempt is a duplicate the broker ignores (S5); the worker runs it only if the job is still

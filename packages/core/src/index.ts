@@ -6,6 +6,7 @@ export * from "./backoff.js";
 export * from "./duration.js";
 export * from "./ssrf.js";
 export * from "./fairness.js";
+export * from "./queues.js";
 export * from "./attempt-message.js";
 export * from "./dependency.js";
 export * from "./replay.js";
