@@ -1,10 +1,9 @@
+import { JOB_STATES, type JobState } from "@tick/core";
 import { sql } from "@tick/db";
 import { getContext } from "./context";
 
-export const JOB_STATUS_ORDER = ["scheduled", "dispatched", "running", "succeeded", "dead", "cancelled", "expired"] as const;
-
 export interface TenantOverview {
-  jobsByStatus: Record<(typeof JOB_STATUS_ORDER)[number], number>;
+  jobsByStatus: Record<JobState, number>;
   queues: { name: string; paused: boolean }[];
   schedules: number;
   apiKeys: number;
@@ -22,7 +21,7 @@ export async function getTenantOverview(tenantId: string): Promise<TenantOvervie
     prisma.apiKey.count({ where: { tenantId, revokedAt: null } }),
     sql.findTenantSettings(pool, tenantId),
   ]);
-  const jobsByStatus = Object.fromEntries(JOB_STATUS_ORDER.map((s) => [s, 0])) as TenantOverview["jobsByStatus"];
+  const jobsByStatus = Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as TenantOverview["jobsByStatus"];
   for (const g of groups) jobsByStatus[g.status] = g.n;
   return { jobsByStatus, queues, schedules, apiKeys, lifecycle };
 }
