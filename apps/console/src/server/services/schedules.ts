@@ -1,7 +1,7 @@
 import { AppError, dependencyOf, type Cidr } from "@tick/core";
 import type { z } from "zod";
 import type { createScheduleSchema, previewRuleSchema, updateScheduleSchema } from "@tick/contract";
-import { prismaTransaction, type PrismaClient } from "@tick/db";
+import { prismaTransaction, sql, type PrismaClient, type Queryable } from "@tick/db";
 import { nextOccurrences, validateRule, type Occurrence, type RecurrenceRule } from "@tick/recurrence";
 import { auditActor, type ApiPrincipal } from "../api/authenticate";
 import { invalidCursor } from "../api/keyset-cursor";
@@ -52,22 +52,17 @@ async function checkTemplate(job: { target: { url: string }; callbackUrl?: strin
 
 const first = (rule: RecurrenceRule, after: Date) => nextOccurrences(rule, after, 1)[0]?.at ?? null;
 
-/**
- * The database clock: a schedule's first fire time and its "fired through" mark are compared with due
- * times the scheduler reads from the database, so the console host's own clock must not set them (S13).
- */
-async function databaseNow(prisma: PrismaClient): Promise<Date> {
-  const rows = await prisma.$queryRaw<{ now: Date }[]>`SELECT now() AS now`;
-  return rows[0]!.now;
-}
+// createSchedule and changeSchedule read the database clock (`pool`): a schedule's first fire time and its
+// "fired through" mark are compared with due times the scheduler reads from the database, so the console
+// host's own clock must not set them (S13).
 
-export async function createSchedule(prisma: PrismaClient, principal: ApiPrincipal, input: z.output<typeof createScheduleSchema>, allowed: readonly Cidr[]) {
+export async function createSchedule(pool: Queryable, prisma: PrismaClient, principal: ApiPrincipal, input: z.output<typeof createScheduleSchema>, allowed: readonly Cidr[]) {
   checkRule(input);
   await checkTemplate(input.job, allowed);
   const tenantId = principal.tenant.id;
   const queue = await prisma.queue.findUnique({ where: { tenantId_name: { tenantId, name: input.queue } } });
   if (!queue) throw new AppError("validation_failed", `Queue "${input.queue}" does not exist.`, { extra: { errors: [{ path: "queue", message: "no such queue" }] } });
-  const now = await databaseNow(prisma);
+  const now = await sql.databaseNow(pool);
   const rule = { cron: input.cron, timezone: input.timezone, dstGap: input.dstGapPolicy, dstOverlap: input.dstOverlapPolicy };
   return prismaTransaction(prisma, async (tx) => {
     if (await tx.schedule.findUnique({ where: { tenantId_name: { tenantId, name: input.name } } })) {
@@ -129,6 +124,7 @@ export async function listSchedules(prisma: PrismaClient, tenantId: string, limi
  * not run. A version bump guards against a concurrent change.
  */
 export async function changeSchedule(
+  pool: Queryable,
   prisma: PrismaClient,
   principal: ApiPrincipal,
   id: string,
@@ -145,7 +141,7 @@ export async function changeSchedule(
   };
   checkRule(merged);
   if ("job" in change && change.job) await checkTemplate(change.job, allowed);
-  const now = await databaseNow(prisma);
+  const now = await sql.databaseNow(pool);
   const { job, ...rest } = change as { job?: z.output<typeof updateScheduleSchema>["job"] } & Record<string, unknown>;
   // The change and its audit row commit together (prismaTransaction: a lost COMMIT is outcome_unknown).
   await prismaTransaction(prisma, async (tx) => {

@@ -12,5 +12,5 @@ export const GET = apiRoute("listSchedules", async ({ principal, query }) => ({
 
 export const POST = apiRoute("createSchedule", async ({ principal, body }) => ({
   status: 201,
-  body: await createSchedule(getContext().prisma, principal, body, getEnv().TICK_SSRF_ALLOWED_CIDRS),
+  body: await createSchedule(getContext().pool, getContext().prisma, principal, body, getEnv().TICK_SSRF_ALLOWED_CIDRS),
 }));

@@ -12,7 +12,7 @@ export const GET = apiRoute("getSchedule", async ({ principal, params }) => ({
 
 export const PATCH = apiRoute("updateSchedule", async ({ principal, params, body }) => ({
   status: 200,
-  body: await changeSchedule(getContext().prisma, principal, params.id, body, "schedule.updated", getEnv().TICK_SSRF_ALLOWED_CIDRS),
+  body: await changeSchedule(getContext().pool, getContext().prisma, principal, params.id, body, "schedule.updated", getEnv().TICK_SSRF_ALLOWED_CIDRS),
 }));
 
 export const DELETE = apiRoute("deleteSchedule", async ({ principal, params }) => ({

@@ -7,5 +7,5 @@ export const dynamic = "force-dynamic";
 
 export const POST = apiRoute("pauseSchedule", async ({ principal, params }) => ({
   status: 200,
-  body: await changeSchedule(getContext().prisma, principal, params.id, { paused: true }, "schedule.paused", getEnv().TICK_SSRF_ALLOWED_CIDRS),
+  body: await changeSchedule(getContext().pool, getContext().prisma, principal, params.id, { paused: true }, "schedule.paused", getEnv().TICK_SSRF_ALLOWED_CIDRS),
 }));

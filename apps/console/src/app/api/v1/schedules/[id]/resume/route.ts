@@ -7,5 +7,5 @@ export const dynamic = "force-dynamic";
 
 export const POST = apiRoute("resumeSchedule", async ({ principal, params }) => ({
   status: 200,
-  body: await changeSchedule(getContext().prisma, principal, params.id, { paused: false }, "schedule.resumed", getEnv().TICK_SSRF_ALLOWED_CIDRS),
+  body: await changeSchedule(getContext().pool, getContext().prisma, principal, params.id, { paused: false }, "schedule.resumed", getEnv().TICK_SSRF_ALLOWED_CIDRS),
 }));
