@@ -20,3 +20,26 @@ export const keysetCursor = {
     throw invalidCursor();
   },
 };
+
+/** Where a keyset page starts (the decoded cursor; none for the first page) and how many rows to fetch. */
+export interface KeysetWindow {
+  before?: { at: string; id: string };
+  limit: number;
+}
+
+/**
+ * One page of a listing ordered by (timestamp DESC, id DESC): `fetch` is asked for one row more than
+ * `limit`, from the cursor's position, so the extra row says whether there is a next page without a count;
+ * the next cursor is the position of the page's last row, whose timestamp `at` reads. (`fetch` comes
+ * before `at` so the row type is inferred from it.)
+ */
+export async function fetchKeysetPage<Row extends { id: string }>(
+  query: { limit: number; cursor?: string },
+  fetch: (window: KeysetWindow) => Promise<Row[]>,
+  at: (row: Row) => Date,
+): Promise<{ page: Row[]; nextCursor: string | null }> {
+  const rows = await fetch({ before: query.cursor ? keysetCursor.decode(query.cursor) : undefined, limit: query.limit + 1 });
+  const page = rows.slice(0, query.limit);
+  const last = page.at(-1);
+  return { page, nextCursor: rows.length > query.limit && last ? keysetCursor.encode(at(last), last.id) : null };
+}

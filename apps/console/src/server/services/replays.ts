@@ -4,7 +4,7 @@ import type { createReplaySchema } from "@tick/contract";
 import { inTransaction, sql, type PrismaClient } from "@tick/db";
 import type pg from "pg";
 import { auditActor, type ApiPrincipal } from "../api/authenticate";
-import { keysetCursor } from "../api/keyset-cursor";
+import { fetchKeysetPage } from "../api/keyset-cursor";
 import { writeAudit } from "./audit";
 import { jobView, replayView } from "./views";
 
@@ -69,9 +69,8 @@ export async function getReplay(pool: pg.Pool, tenantId: string, id: string) {
 }
 
 export async function listReplays(pool: pg.Pool, tenantId: string, query: { limit: number; cursor?: string }) {
-  const rows = await sql.listReplays(pool, tenantId, { before: query.cursor ? keysetCursor.decode(query.cursor) : undefined, limit: query.limit + 1 });
-  const page = rows.slice(0, query.limit);
-  return { data: page.map(replayView), nextCursor: rows.length > query.limit ? keysetCursor.encode(page.at(-1)!.created_at, page.at(-1)!.id) : null };
+  const { page, nextCursor } = await fetchKeysetPage(query, (window) => sql.listReplays(pool, tenantId, window), (r) => r.created_at);
+  return { data: page.map(replayView), nextCursor };
 }
 
 /** Pause, resume or cancel, audited in the same transaction; a repeat is answered as done; 409 when the replay's state does not allow it. */

@@ -1,7 +1,7 @@
 import { getJobDeps } from "@/server/api/deps";
 import { rateLimitHeaders } from "@/server/api/admission";
 import { apiRoute } from "@/server/api/route";
-import { keysetCursor } from "@/server/api/keyset-cursor";
+import { fetchKeysetPage } from "@/server/api/keyset-cursor";
 import { createJobs } from "@/server/services/jobs";
 import { jobView } from "@/server/services/views";
 import { getContext } from "@/server/context";
@@ -27,16 +27,18 @@ export const POST = apiRoute(
 );
 
 export const GET = apiRoute("listJobs", async ({ principal, query }) => {
-  const rows = await sql.listJobs(getContext().pool, principal.tenant.id, {
-    statuses: query.status,
-    queue: query.queue,
-    scheduleId: query.scheduleId,
-    createdAfter: query.createdAfter,
-    createdBefore: query.createdBefore,
-    before: query.cursor ? keysetCursor.decode(query.cursor) : undefined,
-    limit: query.limit + 1,
-  });
-  const page = rows.slice(0, query.limit);
-  const nextCursor = rows.length > query.limit ? keysetCursor.encode(page.at(-1)!.created_at, page.at(-1)!.id) : null;
+  const { page, nextCursor } = await fetchKeysetPage(
+    query,
+    (window) =>
+      sql.listJobs(getContext().pool, principal.tenant.id, {
+        statuses: query.status,
+        queue: query.queue,
+        scheduleId: query.scheduleId,
+        createdAfter: query.createdAfter,
+        createdBefore: query.createdBefore,
+        ...window,
+      }),
+    (r) => r.created_at,
+  );
   return { status: 200, body: { data: page.map((r) => jobView(r)), nextCursor } };
 });
