@@ -3,6 +3,7 @@
 import type pg from "pg";
 import { ATTEMPTS_ALL, JOBS_ALL } from "./lifecycle.js";
 import { inTransaction } from "../in-transaction.js";
+import { DECISION_EVENT, JOB_STATUS_WRITES, stateLiteral, statusIn } from "./job-status-writes.js";
 import type { Queryable } from "./types.js";
 import { jobWebhookCtes } from "./webhooks.js";
 
@@ -53,13 +54,14 @@ export async function startAttempt(
   pool: pg.Pool,
   args: { attemptId: string; jobId: string; version: number; workerId: string; leaseMs: number },
 ): Promise<StartedAttempt | PacedStart | null> {
+  const start = JOB_STATUS_WRITES.startAttempt;
   // The common case in one statement (one round trip, atomic): a job no replay released. The job row is
   // locked first (the same order as cancel), then the attempt moves only if it is still pending, and the
   // job only if the attempt moved: both or neither.
   const fast = await pool.query<StartedAttempt>(
     `WITH locked AS (
        SELECT id FROM jobs
-        WHERE id = $2 AND status = 'dispatched' AND version = $3 AND current_attempt_id = $1 AND replay_id IS NULL
+        WHERE id = $2 AND ${statusIn("status", start.from)} AND version = $3 AND current_attempt_id = $1 AND replay_id IS NULL
         FOR UPDATE
      ), attempt AS (
        UPDATE attempts SET status = 'running', worker_id = $4, started_at = now(), heartbeat_at = now(),
@@ -67,7 +69,7 @@ export async function startAttempt(
         WHERE id = $1 AND status = 'pending' AND EXISTS (SELECT 1 FROM locked)
         RETURNING number AS attempt_number, lease_expires_at, clock_timestamp() AS db_now
      ), job AS (
-       UPDATE jobs SET status = 'running', version = version + 1, attempt_count = attempt_count + 1, updated_at = now()
+       UPDATE jobs SET status = ${stateLiteral(start.to.start)}, version = version + 1, attempt_count = attempt_count + 1, updated_at = now()
         WHERE id IN (SELECT id FROM locked) AND EXISTS (SELECT 1 FROM attempt)
         RETURNING id AS job_id, tenant_id, shard, version, fencing_token::text, attempt_count, max_attempts, method, url, headers,
                   body, timeout_ms, idempotency_key, schedule_id, occurrence_at, backoff, expires_at, dependency_key
@@ -80,8 +82,8 @@ export async function startAttempt(
   // duplicate message): the general path decides.
   return inTransaction(pool, async (client) => {
     const job = await client.query<Omit<StartedAttempt, "attempt_number" | "lease_expires_at" | "db_now"> & { replay_id: string | null }>(
-      `UPDATE jobs SET status = 'running', version = version + 1, attempt_count = attempt_count + 1, updated_at = now()
-        WHERE id = $2 AND status = 'dispatched' AND version = $3 AND current_attempt_id = $1
+      `UPDATE jobs SET status = ${stateLiteral(start.to.start)}, version = version + 1, attempt_count = attempt_count + 1, updated_at = now()
+        WHERE id = $2 AND ${statusIn("status", start.from)} AND version = $3 AND current_attempt_id = $1
         RETURNING id AS job_id, tenant_id, shard, version, fencing_token::text, attempt_count, max_attempts, method, url, headers,
                   body, timeout_ms, idempotency_key, schedule_id, occurrence_at, backoff, expires_at, dependency_key, replay_id`,
       [args.attemptId, args.jobId, args.version],
@@ -203,22 +205,26 @@ export async function completeAttempt(db: Queryable, a: CompleteAttemptArgs): Pr
   return { won: rows.length > 0, status: rows[0]?.status ?? null, dueAt: rows[0]?.due_at ?? null };
 }
 
-/** The completion's conditional updates: the job (returning what its webhooks need), the attempt, a late completion. */
+/**
+ * The completion's conditional updates: the job (returning what its webhooks need), the attempt, a late
+ * completion. $5 is the job's new status, `complete.to` of the decision's event (completeParams).
+ */
+const complete = JOB_STATUS_WRITES.completeAttempt;
 const COMPLETE_CTES = `job AS (
        UPDATE jobs SET
               -- A cancel asked for while this attempt ran: no further attempt (the API promised it).
-              status = CASE WHEN $5 = 'scheduled' AND cancel_requested_at IS NOT NULL THEN 'cancelled'::job_status ELSE $5::job_status END,
+              status = CASE WHEN $5 = ${stateLiteral(complete.to.retry)} AND cancel_requested_at IS NOT NULL THEN ${stateLiteral(complete.to.abandon)}::job_status ELSE $5::job_status END,
               version = version + 1, updated_at = now(),
               current_attempt_id = NULL,
-              due_at = CASE WHEN $5 = 'scheduled' THEN now() + make_interval(secs => $6 / 1000.0) ELSE due_at END,
-              finished_at = CASE WHEN $5 = 'scheduled' AND cancel_requested_at IS NULL THEN NULL ELSE now() END,
-              last_error = CASE WHEN $5 = 'succeeded' THEN last_error ELSE $8::jsonb END,
-              result = CASE WHEN $5 = 'succeeded' THEN $9::jsonb ELSE result END
-        WHERE id = $2 AND status = 'running' AND version = $3 AND current_attempt_id = $1 AND fencing_token = $4::bigint
+              due_at = CASE WHEN $5 = ${stateLiteral(complete.to.retry)} THEN now() + make_interval(secs => $6 / 1000.0) ELSE due_at END,
+              finished_at = CASE WHEN $5 = ${stateLiteral(complete.to.retry)} AND cancel_requested_at IS NULL THEN NULL ELSE now() END,
+              last_error = CASE WHEN $5 = ${stateLiteral(complete.to.succeed)} THEN last_error ELSE $8::jsonb END,
+              result = CASE WHEN $5 = ${stateLiteral(complete.to.succeed)} THEN $9::jsonb ELSE result END
+        WHERE id = $2 AND ${statusIn("status", complete.from)} AND version = $3 AND current_attempt_id = $1 AND fencing_token = $4::bigint
         RETURNING id, tenant_id, shard, queue_id, status, due_at, idempotency_key, attempt_count, result, last_error,
                   metadata, schedule_id, finished_at, callback_url
      ), attempt AS (
-       UPDATE attempts SET status = CASE WHEN $5 = 'succeeded' THEN 'succeeded'::attempt_status ELSE 'failed'::attempt_status END,
+       UPDATE attempts SET status = CASE WHEN $5 = ${stateLiteral(complete.to.succeed)} THEN 'succeeded'::attempt_status ELSE 'failed'::attempt_status END,
               finished_at = now(), outcome = $7, http_status = $10, error = $8::jsonb, duration_ms = $11
         WHERE id = $1 AND status = 'running' AND EXISTS (SELECT 1 FROM job)
      ), late AS (
@@ -227,7 +233,7 @@ const COMPLETE_CTES = `job AS (
      )`;
 
 function completeParams(a: CompleteAttemptArgs): unknown[] {
-  const target = a.decision.kind === "retry" ? "scheduled" : a.decision.kind;
+  const target = complete.to[DECISION_EVENT[a.decision.kind]];
   return [
     a.attemptId,
     a.jobId,
@@ -264,11 +270,12 @@ export async function requeueAttempt(
   db: Queryable,
   args: { attemptId: string; jobId: string; version: number; delayMs: number; reason: string },
 ): Promise<{ tenant_id: string; shard: number; due_at: Date } | null> {
+  const requeue = JOB_STATUS_WRITES.requeueAttempt;
   const { rows } = await db.query<{ tenant_id: string; shard: number; due_at: Date }>(
     `WITH job AS (
-       UPDATE jobs SET status = 'scheduled', version = version + 1, current_attempt_id = NULL, updated_at = now(),
+       UPDATE jobs SET status = ${stateLiteral(requeue.to.requeue)}, version = version + 1, current_attempt_id = NULL, updated_at = now(),
               due_at = now() + make_interval(secs => $4 / 1000.0)
-        WHERE id = $2 AND status = 'dispatched' AND version = $3 AND current_attempt_id = $1
+        WHERE id = $2 AND ${statusIn("status", requeue.from)} AND version = $3 AND current_attempt_id = $1
         RETURNING tenant_id, shard, due_at
      ), attempt AS (
        UPDATE attempts SET status = 'discarded', finished_at = now(), outcome = $5

@@ -1,6 +1,7 @@
 // The dispatch hot path (S2, S8, S12, S16): find tenants with due work, claim their due jobs into
 // dispatched attempts with outbox rows. Callers run these inside a transaction that first passed
 // holdsShardLease(), so a stale leader's claim never commits.
+import { JOB_STATUS_WRITES, stateLiteral, statusIn } from "./job-status-writes.js";
 import type { Queryable } from "./types.js";
 
 export interface DueTenant {
@@ -55,6 +56,7 @@ export async function claimDueJobs(
   args: { shard: number; epoch: string; tenantId: string; limit: number; heldDependencies?: string[] },
 ): Promise<ClaimedJob[]> {
   if (args.limit <= 0) return [];
+  const claim = JOB_STATUS_WRITES.claimDueJobs;
   const { rows } = await db.query<ClaimedJob>(
     `WITH room AS (
        SELECT q.id AS queue_id,
@@ -65,7 +67,7 @@ export async function claimDueJobs(
          FROM queues q WHERE q.tenant_id = $2 AND NOT q.paused
      ), candidates AS (
        SELECT j.id, j.queue_id, j.priority, j.due_at FROM jobs j
-        WHERE j.shard = $1 AND j.tenant_id = $2 AND j.status = 'scheduled' AND j.due_at <= now()
+        WHERE j.shard = $1 AND j.tenant_id = $2 AND ${statusIn("j.status", claim.from)} AND j.due_at <= now()
           AND (j.expires_at IS NULL OR j.expires_at > now())
           AND j.queue_id IN (SELECT queue_id FROM room WHERE room > 0)
           -- Dependencies whose circuit breaker is open are held here: their jobs wait without burning attempts.
@@ -80,9 +82,9 @@ export async function claimDueJobs(
         WHERE c.rn <= r.room
      ), claimed AS (
        UPDATE jobs j
-          SET status = 'dispatched', version = j.version + 1, fencing_token = j.fencing_token + 1,
+          SET status = ${stateLiteral(claim.to.dispatch)}, version = j.version + 1, fencing_token = j.fencing_token + 1,
               current_attempt_id = gen_random_uuid(), updated_at = now()
-         FROM picked p WHERE j.id = p.id AND j.status = 'scheduled'
+         FROM picked p WHERE j.id = p.id AND ${statusIn("j.status", claim.from)}
         RETURNING j.id, j.tenant_id, j.queue_id, j.version, j.fencing_token, j.current_attempt_id AS attempt_id, j.priority, j.due_at,
                   j.dependency_key, j.attempt_count
      ), attempt AS (
@@ -113,13 +115,14 @@ export async function countQueuedAttempts(db: Queryable, shard: number): Promise
  * (version + 1), discarding an unstarted attempt. Bounded per call.
  */
 export async function expireOverdueJobs(db: Queryable, shard: number, limit: number): Promise<{ id: string; tenant_id: string }[]> {
+  const expire = JOB_STATUS_WRITES.expireOverdueJobs;
   const { rows } = await db.query<{ id: string; tenant_id: string }>(
     `WITH due AS (
        SELECT id FROM jobs
-        WHERE shard = $1 AND expires_at IS NOT NULL AND expires_at <= now() AND status IN ('scheduled', 'dispatched')
+        WHERE shard = $1 AND expires_at IS NOT NULL AND expires_at <= now() AND ${statusIn("status", expire.from)}
         ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED
      ), expired AS (
-       UPDATE jobs j SET status = 'expired', version = j.version + 1, finished_at = now(), updated_at = now(),
+       UPDATE jobs j SET status = ${stateLiteral(expire.to.expire)}, version = j.version + 1, finished_at = now(), updated_at = now(),
               last_error = jsonb_build_object('kind', 'expired', 'message', 'the job passed its expiry deadline before it could start')
          FROM due WHERE j.id = due.id
         RETURNING j.id, j.tenant_id, j.current_attempt_id

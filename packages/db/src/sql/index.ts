@@ -11,3 +11,4 @@ export * from "./schedules.js";
 export * from "./replays.js";
 export * from "./clock.js";
 export * from "./lifecycle.js";
+export * from "./job-status-writes.js";

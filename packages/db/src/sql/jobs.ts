@@ -1,5 +1,7 @@
 // Hot-path SQL for jobs: one function per statement, named after what it does. Every statement is
 // scoped by tenant_id; every state change is conditional on the expected status and bumps version.
+import type { JobState } from "@tick/core";
+import { JOB_STATUS_WRITES, stateLiteral, statusIn } from "./job-status-writes.js";
 import { ATTEMPTS_ALL, JOBS_ALL } from "./lifecycle.js";
 import type { Queryable } from "./types.js";
 
@@ -8,7 +10,7 @@ export interface JobRow {
   tenant_id: string;
   queue_id: string;
   shard: number;
-  status: "scheduled" | "dispatched" | "running" | "succeeded" | "dead" | "cancelled" | "expired";
+  status: JobState;
   version: number;
   due_at: Date;
   expires_at: Date | null;
@@ -93,7 +95,7 @@ export async function insertJobs(
      INSERT INTO jobs (id, tenant_id, queue_id, shard, status, version, due_at, expires_at, priority,
                        idempotency_key, request_hash, idempotency_expires_at, method, url, headers, body,
                        timeout_ms, max_attempts, backoff, dependency_key, callback_url, metadata, updated_at)
-     SELECT x.id, $1, x.queue_id, $2, 'scheduled', 1,
+     SELECT x.id, $1, x.queue_id, $2, ${stateLiteral(JOB_STATUS_WRITES.insertJobs.creates)}, 1,
             COALESCE(x.run_at, now() + make_interval(secs => x.delay_ms / 1000.0)), x.expires_at, x.priority,
             x.idempotency_key, x.request_hash,
             CASE WHEN x.idempotency_key IS NULL THEN NULL ELSE now() + make_interval(secs => $4 / 1000.0) END,
@@ -179,10 +181,11 @@ export async function findJob(db: Queryable, tenantId: string, jobId: string): P
  * not cancellable at that instant (running, finished or absent).
  */
 export async function cancelJobBeforeStart(db: Queryable, tenantId: string, jobId: string): Promise<JobRow | null> {
+  const cancel = JOB_STATUS_WRITES.cancelJobBeforeStart;
   const { rows } = await db.query<JobRow>(
     `WITH cancelled AS (
-       UPDATE jobs SET status = 'cancelled', version = version + 1, finished_at = now(), updated_at = now()
-        WHERE tenant_id = $1 AND id = $2 AND status IN ('scheduled', 'dispatched')
+       UPDATE jobs SET status = ${stateLiteral(cancel.to.cancel)}, version = version + 1, finished_at = now(), updated_at = now()
+        WHERE tenant_id = $1 AND id = $2 AND ${statusIn("status", cancel.from)}
         RETURNING *
      ), discarded AS (
        UPDATE attempts SET status = 'discarded', finished_at = now(), outcome = 'cancelled'

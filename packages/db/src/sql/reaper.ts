@@ -1,5 +1,6 @@
 // Reaper (S1, S5, S10): finds attempts that will never finish on their own. Run inside a transaction
 // fenced by the shard lease, like every scheduler write.
+import { DECISION_EVENT, JOB_STATUS_WRITES, stateLiteral, statusIn } from "./job-status-writes.js";
 import type { Queryable } from "./types.js";
 
 export interface ExpiredLease {
@@ -48,12 +49,13 @@ export async function settleExpiredLease(db: Queryable, lease: ExpiredLease, dec
     `UPDATE attempts SET status = 'lease_expired', finished_at = now(), outcome = 'lease_expired', error = $2 WHERE id = $1 AND status = 'running'`,
     [lease.attempt_id, error],
   );
-  const target = decision.kind === "retry" ? "scheduled" : decision.kind;
+  const settle = JOB_STATUS_WRITES.settleExpiredLease;
+  const target = settle.to[DECISION_EVENT[decision.kind]];
   const { rowCount } = await db.query(
     `UPDATE jobs SET status = $3::job_status, version = version + 1, current_attempt_id = NULL, last_error = $4, updated_at = now(),
-            due_at = CASE WHEN $3 = 'scheduled' THEN now() + make_interval(secs => $5 / 1000.0) ELSE due_at END,
-            finished_at = CASE WHEN $3 = 'scheduled' THEN NULL ELSE now() END
-      WHERE id = $1 AND version = $2 AND status = 'running'`,
+            due_at = CASE WHEN $3 = ${stateLiteral(settle.to.retry)} THEN now() + make_interval(secs => $5 / 1000.0) ELSE due_at END,
+            finished_at = CASE WHEN $3 = ${stateLiteral(settle.to.retry)} THEN NULL ELSE now() END
+      WHERE id = $1 AND version = $2 AND ${statusIn("status", settle.from)}`,
     [lease.job_id, lease.job_version, target, error, decision.kind === "retry" ? decision.dueInMs : 0],
   );
   return (rowCount ?? 0) > 0;

@@ -3,6 +3,7 @@
 // shard releases and tallies it inside its shard-fenced transaction, like every other scheduler write.
 import type { ReplayAction, ReplayState } from "@tick/core";
 import { replayStatesAllowing } from "@tick/core";
+import { JOB_STATUS_WRITES, stateLiteral, statusIn } from "./job-status-writes.js";
 import { DEAD_JOB_MATCH, deadJobMatchParams, type DeadJobMatch, type JobRow } from "./jobs.js";
 import type { Queryable } from "./types.js";
 
@@ -207,6 +208,7 @@ export async function releaseReplayJobs(
   r: { id: string; tenantId: string; attempts: number },
   plan: { count: number; firstSlot: Date; spacingMs: number; nextSlot: Date },
 ): Promise<{ released: number; skipped: number; firstDueAt: Date | null }> {
+  const release = JOB_STATUS_WRITES.releaseReplayJobs;
   const { rows } = await db.query<{ released: number; skipped: number; first_due_at: Date | null }>(
     `WITH replay AS (
        SELECT id FROM dlq_replays WHERE id = $1 AND status = 'running' FOR UPDATE
@@ -218,12 +220,12 @@ export async function releaseReplayJobs(
      ), slotted AS (
        SELECT job_id, row_number() OVER (ORDER BY priority DESC, dead_at, job_id) - 1 AS k FROM picked
      ), released AS (
-       UPDATE jobs j SET status = 'scheduled', version = j.version + 1, updated_at = now(),
+       UPDATE jobs j SET status = ${stateLiteral(release.to.replay)}, version = j.version + 1, updated_at = now(),
               due_at = $4::timestamptz + make_interval(secs => s.k * $5 / 1000.0),
               -- A fresh budget: the first replayed attempt is not a retry (the retry budget of the
               -- dependency's breaker is for automatic retries; the replay has its own rate).
               attempt_count = 0, max_attempts = $6, replay_id = $1, finished_at = NULL, cancel_requested_at = NULL
-         FROM slotted s WHERE j.id = s.job_id AND j.tenant_id = $2 AND j.status = 'dead'
+         FROM slotted s WHERE j.id = s.job_id AND j.tenant_id = $2 AND ${statusIn("j.status", release.from)}
         RETURNING j.id, j.fencing_token, j.due_at
      ), marked AS (
        UPDATE dlq_replay_items i SET released_at = now(), fencing_base = rl.fencing_token

@@ -1,5 +1,6 @@
 // Recurring schedules (S2, S12, S14): the materialiser locks due schedules of a shard, creates their
 // occurrence jobs and advances them, all inside the shard-fenced transaction.
+import { JOB_STATUS_WRITES, stateLiteral } from "./job-status-writes.js";
 import type { Queryable } from "./types.js";
 
 export interface ScheduleRow {
@@ -81,7 +82,7 @@ export async function insertOccurrenceJobs(db: Queryable, schedule: ScheduleRow,
     `INSERT INTO jobs (id, tenant_id, queue_id, shard, status, version, due_at, expires_at, priority, idempotency_key, request_hash,
                        idempotency_expires_at, method, url, headers, body, timeout_ms, max_attempts, backoff, dependency_key,
                        callback_url, metadata, schedule_id, occurrence_at, updated_at)
-     SELECT x.id, $1, q.id, $2, 'scheduled', 1, x.due_at,
+     SELECT x.id, $1, q.id, $2, ${stateLiteral(JOB_STATUS_WRITES.insertOccurrenceJobs.creates)}, 1, x.due_at,
             CASE WHEN $13::float8 IS NULL THEN NULL ELSE x.due_at + make_interval(secs => $13 / 1000.0) END,
             $4, x.idempotency_key, 'schedule', now() + make_interval(secs => $14 / 1000.0),
             $5, $6, $7::jsonb, $8, coalesce($9, q.default_timeout_ms), coalesce($10, q.default_max_attempts), coalesce($11::jsonb, q.default_backoff),
