@@ -6,6 +6,9 @@
 export const JOB_STATES = ["scheduled", "dispatched", "running", "succeeded", "dead", "cancelled", "expired"] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
+/** The state every job is created in, by the API, a schedule's occurrence or a batch. */
+export const INITIAL_JOB_STATE = "scheduled" satisfies JobState;
+
 export const TERMINAL_STATES: readonly JobState[] = ["succeeded", "dead", "cancelled", "expired"];
 
 export function isTerminal(state: JobState): boolean {
