@@ -2,7 +2,8 @@
 // `npm start`: brings the whole product up on a fresh machine with Node 20 and nothing else.
 // Installs dependencies, finds or starts Postgres and Redis, migrates, seeds a demo tenant, builds,
 // starts console + scheduler + worker, waits until each reports ready, and prints the console URL,
-// the login and an API key. Ctrl-C (or SIGTERM) stops everything it started.
+// the login and an API key. Ctrl-C (or SIGTERM) stops everything it started: each app drains and
+// exits 0, then the local Postgres/Redis if it started them, and it exits 0.
 //
 // Environment (all optional): DATABASE_URL, REDIS_URL, PORT (console, 3000), HOST (127.0.0.1),
 // SCHEDULER_HEALTH_PORT (9464), WORKER_HEALTH_PORT (9465), TICK_DATA_DIR (.data), NEXTAUTH_SECRET,
@@ -37,10 +38,15 @@ function persisted(name, make) {
   return value;
 }
 
-/** Starts an app with its output in .data/logs/<name>.log; warnings and errors are echoed here. */
+/**
+ * Starts an app with its output in .data/logs/<name>.log; warnings and errors are echoed here. Each app
+ * runs in its own process group: a terminal's Ctrl-C (SIGINT to the foreground group) then reaches only
+ * this script, which stops every app with exactly one SIGTERM (two signals would make an app give up
+ * its drain and exit 1) and stops Postgres/Redis only after the apps have drained into them.
+ */
 function startApp(name, command, args, env) {
   const out = fs.createWriteStream(path.join(logDir, `${name}.log`), { flags: "a" });
-  const child = spawn(command, args, { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(command, args, { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
   const echo = (chunk) => {
     out.write(chunk);
     for (const line of String(chunk).split("\n")) {
@@ -90,17 +96,19 @@ async function waitReady(name, url, timeoutMs = 120_000) {
 async function shutdown(code) {
   if (stopping) return stopping;
   stopping = (async () => {
-    log("stopping…");
-    await Promise.all(
+    log("stopping… (Ctrl-C again to force)");
+    const exits = await Promise.all(
       children.map(async ({ name, child }) => {
-        if (child.exitCode !== null || child.signalCode !== null) return;
+        if (child.exitCode !== null || child.signalCode !== null) return child.exitCode ?? child.signalCode;
         child.kill("SIGTERM");
         const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
-        await child.exited;
+        const exit = await child.exited;
         clearTimeout(timer);
-        log(`${name} stopped`);
+        log(exit === 0 ? `${name} stopped` : `${name} stopped with ${exit}; see ${path.join(logDir, `${name}.log`)}`);
+        return exit;
       }),
     );
+    if (exits.some((exit) => exit !== 0)) code = 1;
     if (services) {
       await services.redis.stop();
       await services.database.stop();
@@ -113,8 +121,23 @@ async function shutdown(code) {
   return stopping;
 }
 
-process.on("SIGINT", () => void shutdown(0));
-process.on("SIGTERM", () => void shutdown(0));
+// `npm start` forwards the terminal's SIGINT to this script, which the terminal signals too, so one
+// Ctrl-C arrives twice within milliseconds. A signal within a second of the first is that same
+// Ctrl-C; a later one is the person pressing it again: every app still running is signalled a
+// second time, which makes it exit at once (code 1).
+const SAME_SIGNAL_MS = 1_000;
+let firstSignalAt;
+function onSignal() {
+  if (firstSignalAt === undefined) {
+    firstSignalAt = Date.now();
+    void shutdown(0);
+  } else if (Date.now() - firstSignalAt > SAME_SIGNAL_MS) {
+    log("forcing the apps to stop");
+    for (const { child } of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+  }
+}
+// SIGHUP too: the apps are in their own process groups, so a closed terminal no longer reaches them.
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, onSignal);
 
 async function main() {
   fs.mkdirSync(logDir, { recursive: true });
@@ -159,6 +182,8 @@ async function main() {
   env.TICK_SSRF_ALLOWED_CIDRS ??= "127.0.0.0/8,::1/128";
   env.NODE_ENV = "production";
   env.NEXT_TELEMETRY_DISABLED = "1";
+  // The console handles SIGTERM itself (drains, exits 0); Next's own handler would exit 143.
+  env.NEXT_MANUAL_SIG_HANDLE = "true";
   const nextBin = path.join(ROOT, "node_modules/next/dist/bin/next");
   startApp("console", process.execPath, [nextBin, "start", path.join(ROOT, "apps/console"), "-p", String(port), "-H", host], env);
   startApp("scheduler", process.execPath, [path.join(ROOT, "apps/scheduler/dist/main.js")], env);
@@ -177,6 +202,7 @@ async function main() {
     password,
     apiKey: seeded.apiKey,
     pid: process.pid,
+    pids: Object.fromEntries(children.map(({ name, child }) => [name, child.pid])),
     health: {
       console: `${consoleUrl}/readyz`,
       scheduler: `http://127.0.0.1:${schedulerHealthPort}/readyz`,

@@ -7,9 +7,9 @@
 //   3. the fault-injection suite's short profile (packages/chaos): the real console, schedulers and
 //      workers under a mixed workload while every seed scenario's fault is injected, then the
 //      invariant checker (one test; seed TICK_CHAOS_SEED, default 1, so a failure replays)
-//   4. end to end: the product is started with scripts/start.mjs on spare ports against a fresh
-//      database, Playwright drives it over HTTP and in chromium, then it is stopped with SIGINT and
-//      must exit 0 with all three apps gone.
+//   4. end to end: the product is started with `npm start` on spare ports against a fresh database,
+//      Playwright drives it over HTTP and in chromium, then it gets a Ctrl-C (SIGINT to its process
+//      group) and must exit 0, every app having logged a clean stop and gone.
 // Prints a closing line "tests: N passed, N failed".
 // Flags: --unit (steps 1-2 only), --chaos (steps 1 and 3 only), --e2e (steps 1 and 4 only).
 import { spawn } from "node:child_process";
@@ -129,13 +129,19 @@ async function endToEnd(env, serverUrl) {
   };
 
   log(`end to end: starting the product (npm start) against database ${database}`);
-  const product = spawn(process.execPath, [path.join(ROOT, "scripts/start.mjs")], { cwd: ROOT, env: productEnv, stdio: "inherit" });
+  // `npm start` as a terminal runs it: in its own process group, which the stop below signals as Ctrl-C does.
+  const product = spawn("npm", ["start"], { cwd: ROOT, env: productEnv, stdio: "inherit", detached: true });
   const productExit = new Promise((resolve) => product.on("exit", (code, signal) => resolve(code ?? signal)));
+  if (product.pid === undefined) throw new Error("npm start could not be started");
+  const group = -product.pid; // a negative pid signals the whole process group
+  let appPids = [];
   cleanups.push(async () => {
     if (product.exitCode === null && product.signalCode === null) {
-      product.kill("SIGKILL");
+      process.kill(group, "SIGKILL");
       await productExit;
     }
+    // The apps run in process groups of their own: a product killed above leaves them behind.
+    for (const pid of appPids.filter(isAlive)) process.kill(pid, "SIGKILL");
   });
   cleanups.push(async () => {
     if (!(await postgresAnswers(serverUrl))) return;
@@ -154,6 +160,7 @@ async function endToEnd(env, serverUrl) {
     return;
   }
   const state = JSON.parse(fs.readFileSync(stateFile, "utf8"));
+  appPids = Object.values(state.pids);
 
   log("end to end: Playwright (chromium)");
   const report = path.join(resultsDir, "playwright.json");
@@ -173,24 +180,57 @@ async function endToEnd(env, serverUrl) {
     log(`playwright exited ${code} without a report`);
   }
 
-  // The README's first command must stop everything it started on Ctrl-C.
-  log("end to end: stopping the product with SIGINT");
-  product.kill("SIGINT");
-  const timer = setTimeout(() => product.kill("SIGKILL"), 30_000);
+  // The README's first command must stop everything it started on Ctrl-C, every app draining cleanly.
+  log("end to end: Ctrl-C (SIGINT to the product's process group)");
+  process.kill(group, "SIGINT");
+  const timer = setTimeout(() => process.kill(group, "SIGKILL"), 30_000);
   const exitCode = await productExit;
   clearTimeout(timer);
-  const stillAnswering = [];
+  const problems = [];
+  if (exitCode !== 0) problems.push(`npm start exited ${exitCode}`);
   for (const [app, url] of Object.entries(state.health)) {
     const answered = await fetch(url, { signal: AbortSignal.timeout(2000) }).then(() => true, () => false);
-    if (answered) stillAnswering.push(app);
+    if (answered) problems.push(`${app} still answers ${url}`);
+    if (isAlive(state.pids[app])) problems.push(`${app} (pid ${state.pids[app]}) is still running`);
+    const unclean = uncleanShutdown(path.join(e2eDataDir, "logs", `${app}.log`));
+    if (unclean) problems.push(`${app}: ${unclean}`);
   }
-  if (exitCode === 0 && stillAnswering.length === 0) {
+  if (problems.length === 0) {
     totals.passed += 1;
-    log("lifecycle: npm start stopped cleanly (exit 0, console, scheduler and worker gone)");
+    log("lifecycle: Ctrl-C stopped npm start cleanly (exit 0; console, scheduler and worker logged a clean stop and are gone)");
   } else {
     totals.failed += 1;
-    log(`lifecycle: FAILED (exit ${exitCode}; still answering: ${stillAnswering.join(", ") || "none"})`);
+    log(`lifecycle: FAILED (${problems.join("; ")})`);
   }
+}
+
+function isAlive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return err.code === "EPERM";
+  }
+}
+
+/** What @tick/runtime's graceful shutdown logs when a stop is not clean. */
+const UNCLEAN_STOP = new Set(["second signal during shutdown: exiting now", "shutdown timed out: exiting", "shutdown step failed"]);
+
+/** Why an app's log does not show one clean stop (a "stopped" line with code 0, no forced exit), or null. */
+function uncleanShutdown(logFile) {
+  if (!fs.existsSync(logFile)) return `no log at ${logFile}`;
+  const lines = fs.readFileSync(logFile, "utf8").split("\n").flatMap((line) => {
+    try {
+      return [JSON.parse(line)];
+    } catch {
+      return [];
+    }
+  });
+  const forced = lines.find((l) => UNCLEAN_STOP.has(l.msg));
+  if (forced) return `logged "${forced.msg}"`;
+  if (!lines.some((l) => l.msg === "shutting down")) return 'no "shutting down" line';
+  if (!lines.some((l) => l.msg === "stopped" && l.code === 0)) return 'no "stopped" line with code 0';
+  return null;
 }
 
 async function main() {

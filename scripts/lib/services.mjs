@@ -218,10 +218,11 @@ async function startLocalRedis(dataDir, log) {
   fs.mkdirSync(dir, { recursive: true });
   log(`starting a local Redis on 127.0.0.1:${LOCAL_REDIS_PORT}`);
   // A child of this script (not daemonized) so it dies with us; its data stays under the data folder.
+  // Its own process group, as the apps', so a terminal's Ctrl-C does not stop it while they drain.
   const child = spawn(
     bin,
     ["--port", String(LOCAL_REDIS_PORT), "--bind", "127.0.0.1", "--dir", dir, "--appendonly", "yes", "--save", "", "--logfile", path.join(dir, "redis.log")],
-    { stdio: "ignore" },
+    { stdio: "ignore", detached: true },
   );
   const url = `redis://127.0.0.1:${LOCAL_REDIS_PORT}`;
   await waitUntil(() => redisAnswers(url), 15_000, "the local Redis");

@@ -25,6 +25,11 @@ export const consoleEnvSchema = z.object({
   API_MAX_BATCH_BODY_BYTES: z.coerce.number().int().min(1024).max(256 * 1024 * 1024).default(16 * 1024 * 1024),
   /** How long an admission check may wait for Redis before the request is let through (fail open). */
   API_RATE_LIMIT_TIMEOUT: durationSchema.default(250),
+  /**
+   * Next's switch that leaves SIGTERM/SIGINT to the app (npm start and the `start` script set it): the
+   * console then drains and exits 0 (server/shutdown.ts) instead of Next's 130/143.
+   */
+  NEXT_MANUAL_SIG_HANDLE: z.string().optional(),
 });
 
 export type ConsoleEnv = z.output<typeof consoleEnvSchema>;
