@@ -1,8 +1,9 @@
 import { defineConfig } from "vitest/config";
 
-// One run over every workspace that has unit or integration tests (npm test calls this after the build).
+// One run over every workspace that has unit or integration tests, and the npm start/test scripts
+// (npm test calls this after the build).
 export default defineConfig({
   test: {
-    projects: ["packages/*", "apps/*"],
+    projects: ["packages/*", "apps/*", "scripts"],
   },
 });

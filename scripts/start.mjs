@@ -155,7 +155,7 @@ async function main() {
   log(`redis    ${redact(env.REDIS_URL)}${services.redis.started ? " (started here)" : ""}`);
 
   log("[3/6] build");
-  build(log, env);
+  await build(log, env);
 
   log("[4/6] migrations and demo data");
   await migrate(log, env.DATABASE_URL);
@@ -230,6 +230,7 @@ async function main() {
 }
 
 main().catch(async (err) => {
-  if (err?.message !== "stopping") log(`failed: ${err?.message ?? err}`);
+  // A Ctrl-C during a step makes that step fail too (turbo, say, got the same SIGINT): not worth a line.
+  if (!stopping) log(`failed: ${err?.message ?? err}`);
   await shutdown(1);
 });

@@ -245,7 +245,7 @@ async function main() {
   env.DATABASE_URL = services.database.url;
   env.REDIS_URL = services.redis.url;
   log(`database ${redact(env.DATABASE_URL)}, redis ${redact(env.REDIS_URL)}`);
-  build(log, env);
+  await build(log, env);
 
   if (runUnit) await lint(env);
   if (runUnit) await unitAndIntegration(env);
