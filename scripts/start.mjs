@@ -12,6 +12,7 @@ import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import readline from "node:readline";
 import { ROOT } from "./lib/paths.mjs";
 import { build, checkNode, ensureDependencies, importBuilt, makeLogger, migrate } from "./lib/setup.mjs";
 
@@ -39,6 +40,21 @@ function persisted(name, make) {
 }
 
 /**
+ * Whether a line an app wrote goes to the terminal too: JSON log lines at warn and above, and on stderr
+ * any other text (a crash's stack trace, Next's own warnings). Text on stdout (Next's banner) stays in
+ * the log file, so the terminal shows the steps and then the summary.
+ */
+function echoed(line, stream) {
+  let level;
+  try {
+    level = JSON.parse(line).level;
+  } catch {
+    return stream === "stderr";
+  }
+  return level === "warn" || level === "error" || level === "fatal";
+}
+
+/**
  * Starts an app with its output in .data/logs/<name>.log; warnings and errors are echoed here. Each app
  * runs in its own process group: a terminal's Ctrl-C (SIGINT to the foreground group) then reaches only
  * this script, which stops every app with exactly one SIGTERM (two signals would make an app give up
@@ -47,26 +63,15 @@ function persisted(name, make) {
 function startApp(name, command, args, env) {
   const out = fs.createWriteStream(path.join(logDir, `${name}.log`), { flags: "a" });
   const child = spawn(command, args, { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
-  const echo = (chunk) => {
-    out.write(chunk);
-    for (const line of String(chunk).split("\n")) {
-      if (!line.trim()) continue;
-      let level;
-      try {
-        level = JSON.parse(line).level;
-      } catch {
-        level = "text";
-      }
-      if (level === "warn" || level === "error" || level === "fatal" || level === "text") {
-        process.stdout.write(`  ${name} | ${line}\n`);
-      }
-    }
-  };
-  child.stdout.on("data", echo);
-  child.stderr.on("data", echo);
+  for (const stream of ["stdout", "stderr"]) {
+    readline.createInterface({ input: child[stream] }).on("line", (line) => {
+      out.write(`${line}\n`);
+      if (line.trim() && echoed(line, stream)) process.stdout.write(`  ${name} | ${line}\n`);
+    });
+  }
   child.exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal)));
+  child.once("close", () => out.end()); // after the last line of its output, unlike "exit"
   child.exited.then((code) => {
-    out.end();
     if (!stopping) {
       log(`${name} exited unexpectedly (${code}); stopping everything. See ${path.join(logDir, `${name}.log`)}`);
       void shutdown(1);

@@ -130,7 +130,14 @@ async function endToEnd(env, serverUrl) {
 
   log(`end to end: starting the product (npm start) against database ${database}`);
   // `npm start` as a terminal runs it: in its own process group, which the stop below signals as Ctrl-C does.
-  const product = spawn("npm", ["start"], { cwd: ROOT, env: productEnv, stdio: "inherit", detached: true });
+  const product = spawn("npm", ["start"], { cwd: ROOT, env: productEnv, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  let terminal = ""; // what a person running npm start would see
+  for (const stream of [product.stdout, product.stderr]) {
+    stream.on("data", (chunk) => {
+      terminal += chunk;
+      process.stdout.write(chunk);
+    });
+  }
   const productExit = new Promise((resolve) => product.on("exit", (code, signal) => resolve(code ?? signal)));
   if (product.pid === undefined) throw new Error("npm start could not be started");
   const group = -product.pid; // a negative pid signals the whole process group
@@ -161,6 +168,15 @@ async function endToEnd(env, serverUrl) {
   }
   const state = JSON.parse(fs.readFileSync(stateFile, "utf8"));
   appPids = Object.values(state.pids);
+  // The terminal shows the steps, then the summary: an app's plain-text output (Next's banner) stays in its log.
+  const leaked = terminal.split("\n").filter((line) => /^ {2}(console|scheduler|worker) \| (?!\{)/.test(line));
+  if (leaked.length === 0) {
+    totals.passed += 1;
+    log("start-up output: steps, then the summary (no app's plain-text output in the terminal)");
+  } else {
+    totals.failed += 1;
+    log(`start-up output: FAILED (the terminal showed ${leaked.length} line(s) of app output, first: ${JSON.stringify(leaked[0])})`);
+  }
 
   log("end to end: Playwright (chromium)");
   const report = path.join(resultsDir, "playwright.json");
