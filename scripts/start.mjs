@@ -5,7 +5,7 @@
 // the login and an API key. Ctrl-C (or SIGTERM) stops everything it started: each app drains and
 // exits 0, then the local Postgres/Redis if it started them, and it exits 0.
 //
-// Environment (all optional): DATABASE_URL, REDIS_URL, PORT (console, 3000), HOST (127.0.0.1),
+// Environment (all optional): DATABASE_URL, REDIS_URL, PORT (console, 3000), TICK_BIND_HOST (127.0.0.1),
 // SCHEDULER_HEALTH_PORT (9464), WORKER_HEALTH_PORT (9465), TICK_DATA_DIR (.data), NEXTAUTH_SECRET,
 // LOG_LEVEL. Every other variable is passed through to the apps (see README "Configuration").
 import { spawn } from "node:child_process";
@@ -21,7 +21,10 @@ const log = makeLogger("tick");
 const dataDir = path.resolve(ROOT, process.env.TICK_DATA_DIR || ".data");
 const logDir = path.join(dataDir, "logs");
 const port = Number(process.env.PORT || 3000);
-const host = process.env.HOST || "127.0.0.1";
+// Where the console and the health servers listen (the apps' schemas default to loopback as well).
+const bindHost = process.env.TICK_BIND_HOST || "127.0.0.1";
+// How this machine reaches them: an every-interface address over loopback, IPv6 in brackets.
+const host = bindHost === "0.0.0.0" ? "127.0.0.1" : bindHost === "::" ? "[::1]" : bindHost.includes(":") ? `[${bindHost}]` : bindHost;
 const schedulerHealthPort = Number(process.env.SCHEDULER_HEALTH_PORT || 9464);
 const workerHealthPort = Number(process.env.WORKER_HEALTH_PORT || 9465);
 const DEMO_EMAIL = "demo@tick.local";
@@ -181,6 +184,7 @@ async function main() {
   const consoleUrl = `http://${host}:${port}`;
   env.NEXTAUTH_SECRET ||= persisted("nextauth-secret", () => randomBytes(32).toString("base64url"));
   env.NEXTAUTH_URL ||= consoleUrl;
+  env.TICK_BIND_HOST = bindHost;
   env.SCHEDULER_HEALTH_PORT = String(schedulerHealthPort);
   env.WORKER_HEALTH_PORT = String(workerHealthPort);
   // The demo's jobs call local endpoints; a real deployment leaves this empty (public targets only).
@@ -190,16 +194,17 @@ async function main() {
   // The console handles SIGTERM itself (drains, exits 0); Next's own handler would exit 143.
   env.NEXT_MANUAL_SIG_HANDLE = "true";
   const nextBin = path.join(ROOT, "node_modules/next/dist/bin/next");
-  startApp("console", process.execPath, [nextBin, "start", path.join(ROOT, "apps/console"), "-p", String(port), "-H", host], env);
+  startApp("console", process.execPath, [nextBin, "start", path.join(ROOT, "apps/console"), "-p", String(port), "-H", bindHost], env);
   startApp("scheduler", process.execPath, [path.join(ROOT, "apps/scheduler/dist/main.js")], env);
   startApp("worker", process.execPath, [path.join(ROOT, "apps/worker/dist/main.js")], env);
 
   log("[6/6] waiting for readiness");
-  await Promise.all([
-    waitReady("console", `${consoleUrl}/readyz`),
-    waitReady("scheduler", `http://127.0.0.1:${schedulerHealthPort}/readyz`),
-    waitReady("worker", `http://127.0.0.1:${workerHealthPort}/readyz`),
-  ]);
+  const health = {
+    console: `${consoleUrl}/readyz`,
+    scheduler: `http://${host}:${schedulerHealthPort}/readyz`,
+    worker: `http://${host}:${workerHealthPort}/readyz`,
+  };
+  await Promise.all(Object.entries(health).map(([name, url]) => waitReady(name, url)));
 
   const state = {
     consoleUrl,
@@ -208,11 +213,7 @@ async function main() {
     apiKey: seeded.apiKey,
     pid: process.pid,
     pids: Object.fromEntries(children.map(({ name, child }) => [name, child.pid])),
-    health: {
-      console: `${consoleUrl}/readyz`,
-      scheduler: `http://127.0.0.1:${schedulerHealthPort}/readyz`,
-      worker: `http://127.0.0.1:${workerHealthPort}/readyz`,
-    },
+    health,
   };
   fs.writeFileSync(path.join(dataDir, "state.json"), JSON.stringify(state, null, 2), { mode: 0o600 });
 

@@ -21,6 +21,7 @@ describe("scheduler env", () => {
     expect(env.SCHEDULER_LEASE_RENEW_INTERVAL).toBe(5_000);
     expect(env.TICK_SHARDS).toBe(32);
     expect(env.SCHEDULER_HEALTH_PORT).toBe(9464);
+    expect(env.TICK_BIND_HOST).toBe("127.0.0.1"); // health server on loopback unless TICK_BIND_HOST says otherwise
   });
 
   it.each([

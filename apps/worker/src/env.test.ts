@@ -20,6 +20,7 @@ describe("worker env", () => {
     expect(env.WORKER_LEASE_TTL).toBe(60_000);
     expect(env.WORKER_HEARTBEAT_INTERVAL).toBe(15_000);
     expect(env.WORKER_CONCURRENCY).toBe(50);
+    expect(env.TICK_BIND_HOST).toBe("127.0.0.1"); // health server on loopback unless TICK_BIND_HOST says otherwise
   });
 
   it.each([

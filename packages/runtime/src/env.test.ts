@@ -21,6 +21,11 @@ describe("parseEnv", () => {
     expect(env.PORT).toBe(8080);
     expect(env.LOG_LEVEL).toBe("info");
     expect(env.TICK_REDIS_PREFIX).toBe("tick");
+    expect(env.TICK_BIND_HOST).toBe("127.0.0.1");
+  });
+
+  it.each(["0.0.0.0", "::", "::1", "10.1.2.3", "localhost", "tick-console.internal"])("accepts the bind address %s", (host) => {
+    expect(parseEnv(schema, { ...good, TICK_BIND_HOST: host }).TICK_BIND_HOST).toBe(host);
   });
 
   it.each([
@@ -29,6 +34,8 @@ describe("parseEnv", () => {
     [{ ...good, REDIS_URL: "not a url" }, "REDIS_URL", /redis:\/\//],
     [{ ...good, PORT: "70000" }, "PORT", /./],
     [{ ...good, LOG_LEVEL: "loud" }, "LOG_LEVEL", /./],
+    [{ ...good, TICK_BIND_HOST: "http://0.0.0.0" }, "TICK_BIND_HOST", /IP address/],
+    [{ ...good, TICK_BIND_HOST: "every interface" }, "TICK_BIND_HOST", /IP address/],
   ])("names the bad variable (%#)", (env, variable, message) => {
     const problems = problemsOf(env);
     expect(problems.map((p) => p.variable)).toEqual([variable]);

@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import { z } from "zod";
 import { parseCidrList } from "@tick/core";
 
@@ -48,6 +49,11 @@ export const port = z.coerce.number().int().min(0).max(65535);
 export const positiveInt = z.coerce.number().int().positive();
 export const logLevel = z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
 
+/** An address to listen on: an IP literal (0.0.0.0 or :: for every interface) or a host name. */
+export const bindHost = z.string().refine((value) => isIP(value) !== 0 || z.hostname().safeParse(value).success, {
+  message: "must be an IP address (127.0.0.1, 0.0.0.0, ::) or a host name",
+});
+
 /** A comma-separated list of CIDR ranges (e.g. TICK_SSRF_ALLOWED_CIDRS), parsed into ranges. */
 export const cidrList = z
   .string()
@@ -70,4 +76,9 @@ export const baseEnvShape = {
   TICK_REGION: z.string().min(1).default("local"),
   /** Prefix for every Redis key this deployment writes, so deployments and tests can share a Redis. */
   TICK_REDIS_PREFIX: z.string().min(1).default("tick"),
+  /**
+   * Where this process listens: the console (`npm start` passes it to `next start -H`) and the scheduler's
+   * and worker's health servers. Loopback unless set; 0.0.0.0 exposes them on every interface.
+   */
+  TICK_BIND_HOST: bindHost.default("127.0.0.1"),
 };

@@ -1,3 +1,4 @@
+import os from "node:os";
 import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { createLogger } from "./logger.js";
@@ -35,6 +36,17 @@ describe("health server", () => {
     server.markShuttingDown();
     expect((await fetch(`${base}/readyz`)).status).toBe(503);
     expect(await (await fetch(`${base}/metrics`)).text()).toContain('process_cpu_user_seconds_total{app="test"}');
+  });
+
+  it("listens only on the address it is given: bound to loopback, the machine's other addresses refuse", async () => {
+    server = await startHealthServer({ port: 0, host: "127.0.0.1", logger, checks: {} });
+    expect(server.host).toBe("127.0.0.1");
+    expect((await fetch(`http://127.0.0.1:${server.port}/healthz`)).status).toBe(200);
+    const external = Object.values(os.networkInterfaces())
+      .flat()
+      .find((i) => i && i.family === "IPv4" && !i.internal);
+    if (!external) return; // a machine with loopback only has no other address to try
+    await expect(fetch(`http://${external.address}:${server.port}/healthz`)).rejects.toThrow();
   });
 
   it("fails readiness when a check hangs", async () => {

@@ -7,7 +7,8 @@ export type ReadinessCheck = () => Promise<void>;
 
 export interface HealthServerOptions {
   port: number;
-  host?: string;
+  /** The address to listen on (TICK_BIND_HOST). */
+  host: string;
   logger: Logger;
   /** Each must resolve for /readyz to answer 200; a rejection or timeout names the failing check. */
   checks: Record<string, ReadinessCheck>;
@@ -16,6 +17,8 @@ export interface HealthServerOptions {
 }
 
 export interface HealthServer {
+  /** The address and port it listens on. */
+  host: string;
   port: number;
   /** After this, /readyz answers 503 so load balancers stop sending work while we drain. */
   markShuttingDown(): void;
@@ -85,12 +88,13 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
 
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(options.port, options.host ?? "0.0.0.0", () => resolve());
+    server.listen(options.port, options.host, () => resolve());
   });
-  const port = (server.address() as AddressInfo).port;
-  logger.info({ port }, "health server listening");
+  const { address: host, port } = server.address() as AddressInfo;
+  logger.info({ host, port }, "health server listening");
 
   return {
+    host,
     port,
     markShuttingDown: () => {
       shuttingDown = true;

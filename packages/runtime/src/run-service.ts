@@ -15,7 +15,7 @@ export interface ServiceParts {
   info?: Record<string, unknown>;
 }
 
-export interface RunServiceOptions<E extends { LOG_LEVEL: string }> {
+export interface RunServiceOptions<E extends { LOG_LEVEL: string; TICK_BIND_HOST: string }> {
   name: string;
   /** The raw environment, passed by the app's composition root (the only reader of process.env). */
   rawEnv: Record<string, string | undefined>;
@@ -31,7 +31,7 @@ export const EXIT_CONFIG = 78;
  * The life of a long-running process: validate config (exit 78 naming the bad variable), JSON logs,
  * metrics, health endpoints, then clean shutdown on SIGTERM/SIGINT.
  */
-export async function runService<E extends { LOG_LEVEL: string }>(options: RunServiceOptions<E>): Promise<void> {
+export async function runService<E extends { LOG_LEVEL: string; TICK_BIND_HOST: string }>(options: RunServiceOptions<E>): Promise<void> {
   const { name } = options;
   installClockSkew(Number(options.rawEnv.TICK_TEST_CLOCK_SKEW_MS ?? 0));
   try {
@@ -46,7 +46,7 @@ export async function runService<E extends { LOG_LEVEL: string }>(options: RunSe
     const logger = createLogger({ name, level: env.LOG_LEVEL });
     const registry = createMetricsRegistry(name);
     const parts = await options.start({ env, logger, registry });
-    const health = await startHealthServer({ port: options.healthPort(env), logger, registry, checks: parts.checks });
+    const health = await startHealthServer({ port: options.healthPort(env), host: env.TICK_BIND_HOST, logger, registry, checks: parts.checks });
     installGracefulShutdown({
       logger,
       steps: [
@@ -55,7 +55,7 @@ export async function runService<E extends { LOG_LEVEL: string }>(options: RunSe
         { name: "close health server", run: () => health.close() },
       ],
     });
-    logger.info({ ...parts.info, healthPort: health.port }, `${name} started`);
+    logger.info({ ...parts.info, healthHost: health.host, healthPort: health.port }, `${name} started`);
   } catch (err) {
     process.stderr.write(`${name}: fatal: ${err instanceof Error ? err.stack : String(err)}\n`);
     process.exit(1);
