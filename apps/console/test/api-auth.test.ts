@@ -90,4 +90,22 @@ describe("scopes", () => {
   });
 });
 
+describe("Vary", () => {
+  it("API and health answers do not vary on Next's router headers (rsc, next-router-*); console pages still do", async () => {
+    const get = (path: string, headers: Record<string, string> = {}) => fetch(`${suite.h.baseUrl}${path}`, { headers, redirect: "manual" });
+    const answers = {
+      "GET /api/v1/jobs": await get("/api/v1/jobs", { authorization: `Bearer ${suite.a.apiKey}` }),
+      "GET /api/v1/jobs (401)": await get("/api/v1/jobs"),
+      "GET /api/v1/openapi.json": await get("/api/v1/openapi.json"),
+      "GET /healthz": await get("/healthz"),
+      "GET /readyz": await get("/readyz"),
+    };
+    for (const [name, res] of Object.entries(answers)) {
+      expect(res.headers.get("vary") ?? "", `Vary of ${name}`).not.toMatch(/rsc|next-router/i);
+    }
+    expect(answers["GET /api/v1/jobs"].status).toBe(200);
+    expect((await get("/login")).headers.get("vary")).toMatch(/\brsc\b/);
+  });
+});
+
 itConformsToOpenApi(suite);
