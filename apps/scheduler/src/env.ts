@@ -1,11 +1,12 @@
 import os from "node:os";
 import { z } from "zod";
 import { durationSchema } from "@tick/core";
-import { baseEnvShape, parseEnv, port, positiveInt } from "@tick/runtime";
+import { baseEnvShape, parseEnv, port, positiveInt, serviceEnvShape } from "@tick/runtime";
 
 export const schedulerEnvSchema = z
   .object({
     ...baseEnvShape,
+    ...serviceEnvShape,
     /** Port of /healthz, /readyz and /metrics. */
     SCHEDULER_HEALTH_PORT: port.default(9464),
     /** Number of shards tenants are spread over; every scheduler must agree on it. */

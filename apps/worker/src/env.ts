@@ -1,11 +1,12 @@
 import os from "node:os";
 import { z } from "zod";
 import { durationSchema } from "@tick/core";
-import { baseEnvShape, cidrList, parseEnv, port, positiveInt } from "@tick/runtime";
+import { baseEnvShape, cidrList, parseEnv, port, positiveInt, serviceEnvShape } from "@tick/runtime";
 
 export const workerEnvSchema = z
   .object({
     ...baseEnvShape,
+    ...serviceEnvShape,
     /** Port of /healthz, /readyz and /metrics. */
     WORKER_HEALTH_PORT: port.default(9465),
     /** Attempts one worker process executes at once. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { EnvError, baseEnvShape, parseEnv, port } from "./env.js";
+import { EnvError, baseEnvShape, parseEnv, port, serviceEnvShape } from "./env.js";
 
 const schema = z.object({ ...baseEnvShape, PORT: port.default(3000) });
 const good = { DATABASE_URL: "postgresql://postgres@127.0.0.1:5432/tick", REDIS_URL: "redis://127.0.0.1:6379" };
@@ -50,5 +50,18 @@ describe("parseEnv", () => {
     } catch (err) {
       expect((err as Error).message).toContain("DATABASE_URL: is required but not set");
     }
+  });
+});
+
+describe("serviceEnvShape", () => {
+  const service = z.object({ ...baseEnvShape, ...serviceEnvShape });
+
+  it("parses the test clock skew (the chaos suite passes it as a string), none by default", () => {
+    expect(parseEnv(service, { ...good, TICK_TEST_CLOCK_SKEW_MS: "-1800" }).TICK_TEST_CLOCK_SKEW_MS).toBe(-1800);
+    expect(parseEnv(service, good).TICK_TEST_CLOCK_SKEW_MS).toBe(0);
+  });
+
+  it("refuses a skew that is not a whole number of milliseconds, naming it", () => {
+    expect(() => parseEnv(service, { ...good, TICK_TEST_CLOCK_SKEW_MS: "2s" })).toThrow(/TICK_TEST_CLOCK_SKEW_MS/);
   });
 });

@@ -82,3 +82,9 @@ export const baseEnvShape = {
    */
   TICK_BIND_HOST: bindHost.default("127.0.0.1"),
 };
+
+/** Variables the long-running services (scheduler, worker) add to the shared ones. */
+export const serviceEnvShape = {
+  /** Test only: shifts this process's clock by this many ms, as a drifted host's (clock-skew.ts; chaos S13). */
+  TICK_TEST_CLOCK_SKEW_MS: z.coerce.number().int().default(0),
+};

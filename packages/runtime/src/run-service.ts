@@ -15,7 +15,14 @@ export interface ServiceParts {
   info?: Record<string, unknown>;
 }
 
-export interface RunServiceOptions<E extends { LOG_LEVEL: string; TICK_BIND_HOST: string }> {
+/** What runService reads from an app's parsed env (baseEnvShape and serviceEnvShape provide it). */
+export interface ServiceEnv {
+  LOG_LEVEL: string;
+  TICK_BIND_HOST: string;
+  TICK_TEST_CLOCK_SKEW_MS: number;
+}
+
+export interface RunServiceOptions<E extends ServiceEnv> {
   name: string;
   /** The raw environment, passed by the app's composition root (the only reader of process.env). */
   rawEnv: Record<string, string | undefined>;
@@ -31,9 +38,8 @@ export const EXIT_CONFIG = 78;
  * The life of a long-running process: validate config (exit 78 naming the bad variable), JSON logs,
  * metrics, health endpoints, then clean shutdown on SIGTERM/SIGINT.
  */
-export async function runService<E extends { LOG_LEVEL: string; TICK_BIND_HOST: string }>(options: RunServiceOptions<E>): Promise<void> {
+export async function runService<E extends ServiceEnv>(options: RunServiceOptions<E>): Promise<void> {
   const { name } = options;
-  installClockSkew(Number(options.rawEnv.TICK_TEST_CLOCK_SKEW_MS ?? 0));
   try {
     let env: E;
     try {
@@ -43,6 +49,8 @@ export async function runService<E extends { LOG_LEVEL: string; TICK_BIND_HOST: 
       process.stderr.write(`${name}: ${err.message}\n`);
       process.exit(EXIT_CONFIG);
     }
+    // Before anything reads the clock (parsing the env does not).
+    installClockSkew(env.TICK_TEST_CLOCK_SKEW_MS);
     const logger = createLogger({ name, level: env.LOG_LEVEL });
     const registry = createMetricsRegistry(name);
     const parts = await options.start({ env, logger, registry });
