@@ -42,6 +42,12 @@ describe("parseEnv", () => {
     expect(problems[0]!.message).toMatch(message);
   });
 
+  it("says a variable that is set but malformed is malformed, not missing", () => {
+    const [problem] = problemsOf({ ...good, PORT: "lots" });
+    expect(problem?.variable).toBe("PORT");
+    expect(problem?.message).toMatch(/expected number/);
+  });
+
   it("treats empty strings as unset and reports every problem at once", () => {
     const problems = problemsOf({ DATABASE_URL: "", REDIS_URL: "" });
     expect(problems.map((p) => p.variable).sort()).toEqual(["DATABASE_URL", "REDIS_URL"]);

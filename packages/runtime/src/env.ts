@@ -26,7 +26,8 @@ export function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, str
   throw new EnvError(
     result.error.issues.map((issue) => ({
       variable: issue.path.length ? issue.path.join(".") : "(environment)",
-      message: issue.code === "invalid_type" && issue.input === undefined ? "is required but not set" : issue.message,
+      // zod 4 leaves `issue.input` out, so whether the variable was set is read from the env itself.
+      message: issue.code === "invalid_type" && !(String(issue.path[0]) in cleaned) ? "is required but not set" : issue.message,
     })),
   );
 }
