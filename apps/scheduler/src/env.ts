@@ -1,7 +1,6 @@
-import os from "node:os";
 import { z } from "zod";
 import { durationSchema } from "@tick/core";
-import { baseEnvShape, parseEnv, port, positiveInt, serviceEnvShape } from "@tick/runtime";
+import { baseEnvShape, parseEnv, port, positiveInt, processId, serviceEnvShape } from "@tick/runtime";
 
 export const schedulerEnvSchema = z
   .object({
@@ -12,7 +11,7 @@ export const schedulerEnvSchema = z
     /** Number of shards tenants are spread over; every scheduler must agree on it. */
     TICK_SHARDS: positiveInt.max(4096).default(16),
     /** Identity written into shard leases; defaults to host:pid. */
-    SCHEDULER_ID: z.string().min(1).default(`${os.hostname()}:${process.pid}`),
+    SCHEDULER_ID: processId,
     /** How long a shard lease lasts without renewal (a dead leader is replaced after about this long). */
     SCHEDULER_LEASE_TTL: durationSchema.default(15_000),
     /** How often leases are renewed; must be well under the TTL so one slow renewal does not lose the shard. */
@@ -62,8 +61,6 @@ export const schedulerEnvSchema = z
     TICK_OUTBOX_KEEP: durationSchema.default(60_000),
     /** How long occurrence jobs hold their idempotency keys (as the API's TICK_IDEMPOTENCY_TTL). */
     TICK_IDEMPOTENCY_TTL: durationSchema.default(24 * 3_600_000),
-    /** Test only: fault points to enable (see packages/runtime/src/fault-points.ts). */
-    TICK_FAULT_POINTS: z.string().optional(),
   })
   .refine((env) => env.SCHEDULER_LEASE_RENEW_INTERVAL * 2 <= env.SCHEDULER_LEASE_TTL, {
     message: "must be at most half of SCHEDULER_LEASE_TTL",

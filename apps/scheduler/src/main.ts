@@ -1,5 +1,5 @@
 import { createPool } from "@tick/db";
-import { appStores, parseFaultPoints, runService } from "@tick/runtime";
+import { runService } from "@tick/runtime";
 import { loadSchedulerEnv } from "./env.js";
 import { createScheduler } from "./scheduler.js";
 
@@ -8,21 +8,11 @@ void runService({
   name: "scheduler",
   rawEnv: process.env,
   loadEnv: loadSchedulerEnv,
-  healthPort: (env) => env.SCHEDULER_HEALTH_PORT,
-  start: async ({ env, logger, registry }) => {
-    const stores = appStores(
-      createPool(env.DATABASE_URL, { max: env.SCHEDULER_DB_POOL_SIZE, applicationName: `tick-scheduler ${env.SCHEDULER_ID}` }),
-      env.REDIS_URL,
-      logger,
-    );
-    const { pool, redis, indexRedis } = stores;
+  identity: (env) => ({ id: env.SCHEDULER_ID, healthPort: env.SCHEDULER_HEALTH_PORT, dbPoolSize: env.SCHEDULER_DB_POOL_SIZE }),
+  createPool,
+  start: async ({ env, deps }) => {
     const scheduler = createScheduler({
-      pool,
-      redis,
-      indexRedis,
-      logger,
-      registry,
-      faults: parseFaultPoints(env.TICK_FAULT_POINTS),
+      ...deps,
       config: {
         id: env.SCHEDULER_ID,
         region: env.TICK_REGION,
@@ -56,9 +46,8 @@ void runService({
     });
     await scheduler.start();
     return {
-      checks: stores.checks,
-      stop: [{ name: "stop scheduler (release shards)", run: () => scheduler.stop() }, ...stores.stop],
-      info: { schedulerId: env.SCHEDULER_ID, shards: env.TICK_SHARDS, region: env.TICK_REGION, held: scheduler.heldShards().length },
+      stop: { name: "stop scheduler (release shards)", run: () => scheduler.stop() },
+      info: { shards: env.TICK_SHARDS, held: scheduler.heldShards().length },
     };
   },
 });

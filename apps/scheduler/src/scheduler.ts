@@ -1,12 +1,10 @@
 import type pg from "pg";
 import { Queue } from "bullmq";
-import type { Redis } from "ioredis";
-import type { Registry } from "prom-client";
 import { ATTEMPT_QUEUE, WEBHOOK_QUEUE } from "@tick/core";
 import { createBreakers } from "@tick/breaker";
 import { createDueIndex } from "@tick/due-index";
 import { sql } from "@tick/db";
-import { NO_FAULTS, type FaultPoints, type Logger } from "@tick/runtime";
+import { NO_FAULTS, type Logger, type ServiceDeps } from "@tick/runtime";
 import { Dispatcher } from "./dispatch/dispatcher.js";
 import { DueTenantSource } from "./dispatch/due-tenant-source.js";
 import { RateLimiter } from "./dispatch/rate-limiter.js";
@@ -58,16 +56,8 @@ export const MAINTENANCE_DEFAULTS = {
   pruneBudgetMs: 100,
 };
 
-export interface SchedulerDeps {
-  pool: pg.Pool;
-  /** BullMQ connection (maxRetriesPerRequest: null). */
-  redis: Redis;
-  /** Due-index connection that fails fast (short command timeout), so a Redis outage falls back to polling. */
-  indexRedis: Redis;
-  logger: Logger;
-  registry: Registry;
+export interface SchedulerDeps extends ServiceDeps<pg.Pool> {
   config: SchedulerConfig;
-  faults?: FaultPoints;
 }
 
 const STALL_WARNING_MS = 15_000;

@@ -1,7 +1,6 @@
-import os from "node:os";
 import { z } from "zod";
 import { durationSchema } from "@tick/core";
-import { baseEnvShape, cidrList, parseEnv, port, positiveInt, serviceEnvShape } from "@tick/runtime";
+import { baseEnvShape, cidrList, parseEnv, port, positiveInt, processId, serviceEnvShape } from "@tick/runtime";
 
 export const workerEnvSchema = z
   .object({
@@ -12,7 +11,7 @@ export const workerEnvSchema = z
     /** Attempts one worker process executes at once. */
     WORKER_CONCURRENCY: positiveInt.max(10_000).default(50),
     /** Identity written into attempt leases; defaults to host:pid. */
-    WORKER_ID: z.string().min(1).default(`${os.hostname()}:${process.pid}`),
+    WORKER_ID: processId,
     /** Lease on a running attempt; the reaper retries the job once it has expired (database time). */
     WORKER_LEASE_TTL: durationSchema.default(30_000),
     /** Heartbeat renewing the lease; at most a third of the TTL so two missed beats still keep it. */
@@ -36,8 +35,6 @@ export const workerEnvSchema = z
     BREAKER_OPEN_FOR: durationSchema.default(30_000),
     /** Retries may be at most this share of a dependency's attempts in the window. */
     BREAKER_RETRY_BUDGET: z.coerce.number().gt(0).lte(1).default(0.2),
-    /** Test only: fault points (see packages/runtime/src/fault-points.ts). */
-    TICK_FAULT_POINTS: z.string().optional(),
   })
   .refine((env) => env.WORKER_HEARTBEAT_INTERVAL * 3 <= env.WORKER_LEASE_TTL, {
     message: "must be at most a third of WORKER_LEASE_TTL",

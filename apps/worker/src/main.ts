@@ -1,5 +1,5 @@
 import { createPool } from "@tick/db";
-import { appStores, parseFaultPoints, runService } from "@tick/runtime";
+import { runService } from "@tick/runtime";
 import { loadWorkerEnv } from "./env.js";
 import { createAttemptWorker } from "./worker.js";
 
@@ -8,21 +8,11 @@ void runService({
   name: "worker",
   rawEnv: process.env,
   loadEnv: loadWorkerEnv,
-  healthPort: (env) => env.WORKER_HEALTH_PORT,
-  start: async ({ env, logger, registry }) => {
-    const stores = appStores(
-      createPool(env.DATABASE_URL, { max: env.WORKER_DB_POOL_SIZE, applicationName: `tick-worker ${env.WORKER_ID}` }),
-      env.REDIS_URL,
-      logger,
-    );
-    const { pool, redis, indexRedis } = stores;
+  identity: (env) => ({ id: env.WORKER_ID, healthPort: env.WORKER_HEALTH_PORT, dbPoolSize: env.WORKER_DB_POOL_SIZE }),
+  createPool,
+  start: async ({ env, deps }) => {
     const worker = createAttemptWorker({
-      pool,
-      redis,
-      indexRedis,
-      logger,
-      registry,
-      faults: parseFaultPoints(env.TICK_FAULT_POINTS),
+      ...deps,
       config: {
         id: env.WORKER_ID,
         redisPrefix: env.TICK_REDIS_PREFIX,
@@ -44,9 +34,8 @@ void runService({
     });
     worker.start();
     return {
-      checks: stores.checks,
-      stop: [{ name: "stop taking messages, drain in-flight attempts", run: () => worker.stop() }, ...stores.stop],
-      info: { workerId: env.WORKER_ID, concurrency: env.WORKER_CONCURRENCY, region: env.TICK_REGION },
+      stop: { name: "stop taking messages, drain in-flight attempts", run: () => worker.stop() },
+      info: { concurrency: env.WORKER_CONCURRENCY },
     };
   },
 });

@@ -1,12 +1,10 @@
 import type pg from "pg";
 import { Worker } from "bullmq";
-import type { Redis } from "ioredis";
-import type { Registry } from "prom-client";
 import { ATTEMPT_QUEUE, WEBHOOK_QUEUE, type Cidr } from "@tick/core";
 import { createBreakers, type BreakerPolicy } from "@tick/breaker";
 import { createDueIndex } from "@tick/due-index";
 import { ensureSigningSecrets } from "@tick/db";
-import { NO_FAULTS, type FaultPoints, type Logger } from "@tick/runtime";
+import { NO_FAULTS, type ServiceDeps } from "@tick/runtime";
 import { runAttempt } from "./execution/attempt-runner.js";
 import { deliverWebhook } from "./execution/webhook-delivery.js";
 import { createHttpCaller } from "./execution/http-call.js";
@@ -26,16 +24,8 @@ export interface WorkerConfig {
   breaker: Partial<BreakerPolicy>;
 }
 
-export interface WorkerDeps {
-  pool: pg.Pool;
-  /** BullMQ connection (maxRetriesPerRequest: null). */
-  redis: Redis;
-  /** Fail-fast connection for the due index. */
-  indexRedis: Redis;
-  logger: Logger;
-  registry: Registry;
+export interface WorkerDeps extends ServiceDeps<pg.Pool> {
   config: WorkerConfig;
-  faults?: FaultPoints;
 }
 
 /** Consumes dispatch messages from BullMQ and runs each as one attempt. */

@@ -1,4 +1,5 @@
 import { isIP } from "node:net";
+import os from "node:os";
 import { z } from "zod";
 import { parseCidrList } from "@tick/core";
 
@@ -48,6 +49,8 @@ export const postgresUrl = urlWithProtocols(["postgres:", "postgresql:"], "postg
 export const redisUrl = urlWithProtocols(["redis:", "rediss:"], "redis://127.0.0.1:6379");
 export const port = z.coerce.number().int().min(0).max(65535);
 export const positiveInt = z.coerce.number().int().positive();
+/** A process's identity in leases and logs (SCHEDULER_ID, WORKER_ID): host:pid unless set. */
+export const processId = z.string().min(1).default(`${os.hostname()}:${process.pid}`);
 export const logLevel = z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
 
 /** An address to listen on: an IP literal (0.0.0.0 or :: for every interface) or a host name. */
@@ -86,6 +89,8 @@ export const baseEnvShape = {
 
 /** Variables the long-running services (scheduler, worker) add to the shared ones. */
 export const serviceEnvShape = {
+  /** Test only: fault points to enable (see fault-points.ts). */
+  TICK_FAULT_POINTS: z.string().optional(),
   /** Test only: shifts this process's clock by this many ms, as a drifted host's (clock-skew.ts; chaos S13). */
   TICK_TEST_CLOCK_SKEW_MS: z.coerce.number().int().default(0),
 };

@@ -1,34 +1,55 @@
-import { installClockSkew } from "./clock-skew.js";
+import type { Redis } from "ioredis";
 import type { Registry } from "prom-client";
+import { installClockSkew } from "./clock-skew.js";
 import { EnvError } from "./env.js";
-import { startHealthServer, type ReadinessCheck } from "./health-server.js";
+import { parseFaultPoints, type FaultPoints } from "./fault-points.js";
+import { startHealthServer } from "./health-server.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMetricsRegistry } from "./metrics.js";
 import { installGracefulShutdown, type ShutdownStep } from "./shutdown.js";
+import { appStores, type Pingable } from "./stores.js";
 
-export interface ServiceParts {
-  /** Dependencies /readyz checks. */
-  checks: Record<string, ReadinessCheck>;
-  /** Run in order on SIGTERM/SIGINT: stop taking work, drain, close connections. */
-  stop: ShutdownStep[];
-  /** Logged once the service is up. */
-  info?: Record<string, unknown>;
+/** What a long-running service is built from: its stores and process plumbing (and, per app, a config). */
+export interface ServiceDeps<P> {
+  pool: P;
+  /** BullMQ connection (maxRetriesPerRequest: null). */
+  redis: Redis;
+  /** Fail-fast connection for the due index and breakers, so a Redis outage degrades to polling. */
+  indexRedis: Redis;
+  logger: Logger;
+  registry: Registry;
+  faults?: FaultPoints;
 }
 
 /** What runService reads from an app's parsed env (baseEnvShape and serviceEnvShape provide it). */
 export interface ServiceEnv {
+  DATABASE_URL: string;
+  REDIS_URL: string;
   LOG_LEVEL: string;
+  TICK_REGION: string;
   TICK_BIND_HOST: string;
+  TICK_FAULT_POINTS?: string | undefined;
   TICK_TEST_CLOCK_SKEW_MS: number;
 }
 
-export interface RunServiceOptions<E extends ServiceEnv> {
+/** The app's own variables the start-up needs (each app names them after itself: SCHEDULER_ID, WORKER_ID, ...). */
+export interface ServiceIdentity {
+  /** Written into leases; names the process in logs and in Postgres' application_name. */
+  id: string;
+  healthPort: number;
+  dbPoolSize: number;
+}
+
+export interface RunServiceOptions<E extends ServiceEnv, P extends Pingable> {
   name: string;
   /** The raw environment, passed by the app's composition root (the only reader of process.env). */
   rawEnv: Record<string, string | undefined>;
   loadEnv: (raw: Record<string, string | undefined>) => E;
-  healthPort: (env: E) => number;
-  start: (context: { env: E; logger: Logger; registry: Registry }) => Promise<ServiceParts>;
+  identity: (env: E) => ServiceIdentity;
+  /** Makes the Postgres pool (@tick/db's createPool: the runtime does not know the database driver). */
+  createPool: (url: string, options: { max: number; applicationName: string }) => P;
+  /** Builds and starts the app; returns how it stops taking work (before the stores close) and what to log. */
+  start: (context: { env: E; deps: ServiceDeps<P> }) => Promise<{ stop: ShutdownStep; info?: Record<string, unknown> }>;
 }
 
 /** Exit code for bad configuration (sysexits EX_CONFIG), so supervisors can tell it from a crash. */
@@ -36,9 +57,10 @@ export const EXIT_CONFIG = 78;
 
 /**
  * The life of a long-running process: validate config (exit 78 naming the bad variable), JSON logs,
- * metrics, health endpoints, then clean shutdown on SIGTERM/SIGINT.
+ * metrics, its Postgres pool and Redis connections, health endpoints checking them, then clean
+ * shutdown on SIGTERM/SIGINT: readiness fails, the app stops, the stores and the health server close.
  */
-export async function runService<E extends ServiceEnv>(options: RunServiceOptions<E>): Promise<void> {
+export async function runService<E extends ServiceEnv, P extends Pingable>(options: RunServiceOptions<E, P>): Promise<void> {
   const { name } = options;
   try {
     let env: E;
@@ -51,19 +73,23 @@ export async function runService<E extends ServiceEnv>(options: RunServiceOption
     }
     // Before anything reads the clock (parsing the env does not).
     installClockSkew(env.TICK_TEST_CLOCK_SKEW_MS);
+    const { id, healthPort, dbPoolSize } = options.identity(env);
     const logger = createLogger({ name, level: env.LOG_LEVEL });
     const registry = createMetricsRegistry(name);
-    const parts = await options.start({ env, logger, registry });
-    const health = await startHealthServer({ port: options.healthPort(env), host: env.TICK_BIND_HOST, logger, registry, checks: parts.checks });
+    const stores = appStores(options.createPool(env.DATABASE_URL, { max: dbPoolSize, applicationName: `tick-${name} ${id}` }), env.REDIS_URL, logger);
+    const { pool, redis, indexRedis } = stores;
+    const app = await options.start({ env, deps: { pool, redis, indexRedis, logger, registry, faults: parseFaultPoints(env.TICK_FAULT_POINTS) } });
+    const health = await startHealthServer({ port: healthPort, host: env.TICK_BIND_HOST, logger, registry, checks: stores.checks });
     installGracefulShutdown({
       logger,
       steps: [
         { name: "fail readiness", run: () => health.markShuttingDown() },
-        ...parts.stop,
+        app.stop,
+        ...stores.stop,
         { name: "close health server", run: () => health.close() },
       ],
     });
-    logger.info({ ...parts.info, healthHost: health.host, healthPort: health.port }, `${name} started`);
+    logger.info({ [`${name}Id`]: id, region: env.TICK_REGION, ...app.info, healthHost: health.host, healthPort: health.port }, `${name} started`);
   } catch (err) {
     process.stderr.write(`${name}: fatal: ${err instanceof Error ? err.stack : String(err)}\n`);
     process.exit(1);

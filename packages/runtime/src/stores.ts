@@ -20,7 +20,8 @@ export function createRedis(url: string, logger: Logger, options: { failFast?: b
   return redis;
 }
 
-interface Pingable {
+/** A Postgres pool as far as readiness and shutdown need it. */
+export interface Pingable {
   query(sql: string): Promise<unknown>;
   end(): Promise<void>;
 }
