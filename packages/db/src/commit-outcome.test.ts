@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
-import { startTcpProxy, type TcpProxy } from "@tick/testing";
+import { rejectionOf, startTcpProxy, type TcpProxy } from "@tick/testing";
 import { createPool, createPrismaClient, isDatabaseUnavailable, type PrismaClient } from "./client.js";
 import { CommitOutcomeUnknownError, isCommitOutcomeUnknown, prismaTransaction } from "./commit-outcome.js";
 import { inTransaction } from "./in-transaction.js";
@@ -35,19 +35,10 @@ afterAll(async () => {
 
 const exists = async (label: string) => (await direct.query("SELECT 1 FROM commit_probe WHERE label = $1", [label])).rowCount === 1;
 
-async function failure(run: () => Promise<unknown>): Promise<unknown> {
-  try {
-    await run();
-  } catch (err) {
-    return err;
-  }
-  throw new Error("expected a failure");
-}
-
 describe("inTransaction and a lost connection", () => {
   it("during COMMIT: CommitOutcomeUnknownError, and the write did commit", async () => {
     const sprung = proxy.cutAfterRequest(isCommit);
-    const err = await failure(() => inTransaction(pool, (c) => c.query("INSERT INTO commit_probe VALUES ('pg-commit')")));
+    const err = await rejectionOf(() => inTransaction(pool, (c) => c.query("INSERT INTO commit_probe VALUES ('pg-commit')")));
     await sprung;
     expect(err).toBeInstanceOf(CommitOutcomeUnknownError);
     expect(isDatabaseUnavailable(err)).toBe(true);
@@ -55,7 +46,7 @@ describe("inTransaction and a lost connection", () => {
   });
 
   it("before COMMIT: an ordinary unavailable error (not unknown), and nothing was written", async () => {
-    const err = await failure(() =>
+    const err = await rejectionOf(() =>
       inTransaction(pool, async (c) => {
         await c.query("INSERT INTO commit_probe VALUES ('pg-before')");
         proxy.cut();
@@ -70,7 +61,7 @@ describe("inTransaction and a lost connection", () => {
 
   it("a COMMIT the server refuses is a definite rollback, passed on as it is", async () => {
     await direct.query("CREATE TABLE commit_deferred (id int PRIMARY KEY, parent text REFERENCES commit_probe(label) DEFERRABLE INITIALLY DEFERRED)");
-    const err = await failure(() => inTransaction(pool, (c) => c.query("INSERT INTO commit_deferred VALUES (1, 'no such parent')")));
+    const err = await rejectionOf(() => inTransaction(pool, (c) => c.query("INSERT INTO commit_deferred VALUES (1, 'no such parent')")));
     expect(isCommitOutcomeUnknown(err)).toBe(false);
     expect((err as { code?: string }).code).toBe("23503");
   });
@@ -79,14 +70,14 @@ describe("inTransaction and a lost connection", () => {
 describe("prismaTransaction and a lost connection", () => {
   it("during COMMIT: CommitOutcomeUnknownError, and the write did commit", async () => {
     const sprung = proxy.cutAfterRequest(isCommit);
-    const err = await failure(() => prismaTransaction(prisma, (tx) => tx.$executeRaw`INSERT INTO commit_probe VALUES ('prisma-commit')`));
+    const err = await rejectionOf(() => prismaTransaction(prisma, (tx) => tx.$executeRaw`INSERT INTO commit_probe VALUES ('prisma-commit')`));
     await sprung;
     expect(err).toBeInstanceOf(CommitOutcomeUnknownError);
     expect(await exists("prisma-commit")).toBe(true);
   });
 
   it("an error inside the body is passed on, and nothing was written", async () => {
-    const err = await failure(() =>
+    const err = await rejectionOf(() =>
       prismaTransaction(prisma, async (tx) => {
         await tx.$executeRaw`INSERT INTO commit_probe VALUES ('prisma-body')`;
         throw new Error("body failed");

@@ -1,6 +1,7 @@
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPool, createPrismaClient, isDatabaseUnavailable, type PrismaClient } from "./client.js";
+import { rejectionOf } from "@tick/testing";
 import { createTestDatabase, testServerUrl, type TestDatabase } from "./testing.js";
 
 // The errors the drivers really raise, not hand-made ones: a server that resets every connection (a cut
@@ -27,15 +28,6 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const failure = async (fn: () => Promise<unknown>) => {
-  try {
-    await fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error("expected a failure");
-};
-
 describe("isDatabaseUnavailable (503 database_unavailable, not a 500)", () => {
   for (const [name, url] of [
     ["connection reset", () => resettingUrl],
@@ -45,9 +37,9 @@ describe("isDatabaseUnavailable (503 database_unavailable, not a 500)", () => {
       const pool = createPool(url(), { connectionTimeoutMillis: 2_000 });
       const prisma: PrismaClient = createPrismaClient(url());
       try {
-        expect(isDatabaseUnavailable(await failure(() => pool.query("SELECT 1")))).toBe(true);
-        expect(isDatabaseUnavailable(await failure(() => prisma.apiKey.findFirst({ where: { prefix: "tk_x" } })))).toBe(true);
-        expect(isDatabaseUnavailable(await failure(() => prisma.$queryRaw`SELECT 1`))).toBe(true);
+        expect(isDatabaseUnavailable(await rejectionOf(() => pool.query("SELECT 1")))).toBe(true);
+        expect(isDatabaseUnavailable(await rejectionOf(() => prisma.apiKey.findFirst({ where: { prefix: "tk_x" } })))).toBe(true);
+        expect(isDatabaseUnavailable(await rejectionOf(() => prisma.$queryRaw`SELECT 1`))).toBe(true);
       } finally {
         await pool.end();
         await prisma.$disconnect();
@@ -59,9 +51,9 @@ describe("isDatabaseUnavailable (503 database_unavailable, not a 500)", () => {
     const pool = createPool(db.url);
     const prisma = createPrismaClient(db.url);
     try {
-      expect(isDatabaseUnavailable(await failure(() => pool.query("SELECT * FROM no_such_table")))).toBe(false);
-      expect(isDatabaseUnavailable(await failure(() => prisma.$queryRaw`SELECT * FROM no_such_table`))).toBe(false);
-      expect(isDatabaseUnavailable(await failure(() => pool.query("SELECT 1/0")))).toBe(false);
+      expect(isDatabaseUnavailable(await rejectionOf(() => pool.query("SELECT * FROM no_such_table")))).toBe(false);
+      expect(isDatabaseUnavailable(await rejectionOf(() => prisma.$queryRaw`SELECT * FROM no_such_table`))).toBe(false);
+      expect(isDatabaseUnavailable(await rejectionOf(() => pool.query("SELECT 1/0")))).toBe(false);
     } finally {
       await pool.end();
       await prisma.$disconnect();

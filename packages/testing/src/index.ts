@@ -3,3 +3,4 @@ export * from "./redis-prefix.js";
 export * from "./child-process.js";
 export * from "./tcp-proxy.js";
 export * from "./free-port.js";
+export * from "./rejection-of.js";
