@@ -5,7 +5,10 @@ import { createBreakers, type BreakerPolicy } from "@tick/breaker";
 import { createDueIndex } from "@tick/due-index";
 import { ensureSigningSecrets } from "@tick/db";
 import { NO_FAULTS, type ServiceDeps } from "@tick/runtime";
+import { createAttemptCompleter } from "./execution/attempt-completer.js";
+import { createLeaseKeeper } from "./execution/attempt-lease.js";
 import { runAttempt } from "./execution/attempt-runner.js";
+import { createAttemptStarter } from "./execution/attempt-starter.js";
 import { deliverWebhook } from "./execution/webhook-delivery.js";
 import { createHttpCaller } from "./execution/http-call.js";
 import { createWorkerMetrics } from "./metrics.js";
@@ -16,6 +19,8 @@ export interface WorkerConfig {
   concurrency: number;
   leaseMs: number;
   heartbeatMs: number;
+  /** How long the first start or completion of a batch waits for others (default 5 ms). */
+  batchFlushMs?: number;
   allowedCidrs: readonly Cidr[];
   maxResponseBytes: number;
   shutdownGraceMs: number;
@@ -44,8 +49,16 @@ export function createAttemptWorker(deps: WorkerDeps) {
     secrets.catch(() => secretCache.delete(tenantId));
     return secrets;
   };
+  // Starts, completions and lease renewals of the concurrent attempts go to Postgres together.
+  const batch = { flushMs: config.batchFlushMs ?? 5, maxBatch: config.concurrency };
+  const starter = createAttemptStarter({ pool, logger, workerId: config.id, leaseMs: config.leaseMs, ...batch });
+  const completer = createAttemptCompleter({ pool, logger, ...batch });
+  const leases = createLeaseKeeper({ pool, leaseMs: config.leaseMs, heartbeatMs: config.heartbeatMs });
   const runnerDeps = {
     pool,
+    starter,
+    completer,
+    leases,
     secretsFor,
     breakers: createBreakers({ redis: deps.indexRedis, prefix: config.redisPrefix, policy: config.breaker }),
     http,
@@ -102,6 +115,8 @@ export function createAttemptWorker(deps: WorkerDeps) {
           await worker.close(true);
         }
       }
+      await completer.drain();
+      leases.stop();
       await http.close();
     },
   };

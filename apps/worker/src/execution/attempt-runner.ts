@@ -4,6 +4,9 @@ import { attemptMessageSchema, classifyHttpOutcome, computeBackoffMs, decideAfte
 import { sql } from "@tick/db";
 import type { FaultPoints, Logger } from "@tick/runtime";
 import type { WorkerMetrics } from "../metrics.js";
+import type { AttemptCompleter } from "./attempt-completer.js";
+import type { LeaseKeeper } from "./attempt-lease.js";
+import type { AttemptStarter } from "./attempt-starter.js";
 import type { HttpCaller, HttpCallResult } from "./http-call.js";
 import { signTargetRequest } from "./webhook-signing.js";
 
@@ -20,6 +23,10 @@ export interface AttemptRunnerDeps {
   metrics: WorkerMetrics;
   faults: FaultPoints;
   breakers: Breakers;
+  /** Batches starts, completions and lease renewals across the worker's concurrent attempts. */
+  starter: AttemptStarter;
+  completer: AttemptCompleter;
+  leases: LeaseKeeper;
   /** The tenant's valid signing secrets (cached by the caller). */
   secretsFor: (tenantId: string) => Promise<string[]>;
   /** After a retry commits: tell the due index (best effort). */
@@ -81,6 +88,10 @@ const MAX_PACED_WAIT_MS = 2_000;
  * with that delay, without burning an attempt.
  */
 async function startPaced(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, msg: AttemptMessage): Promise<{ started: sql.StartedAttempt | null; sentAt: number } | "requeued"> {
+  // The common case goes in the worker's next start batch; the rest (a replayed job, one that cannot
+  // start, a failed batch) takes the single path below, which decides and waits at the start gate.
+  const batched = await deps.starter.start({ attemptId: msg.attemptId, jobId: msg.jobId, version: msg.version });
+  if (batched) return batched;
   const args = { attemptId: msg.attemptId, jobId: msg.jobId, version: msg.version, workerId: config.workerId, leaseMs: config.leaseMs };
   const deadline = performance.now() + MAX_PACED_WAIT_MS;
   for (;;) {
@@ -140,46 +151,20 @@ export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerC
   const databaseNow = () => new Date(started.db_now.getTime() + (performance.now() - startedAt));
   const context = { jobId: msg.jobId, attemptId: msg.attemptId, tenantId: started.tenant_id, attempt: started.attempt_number, fencingToken: started.fencing_token };
 
-  // Heartbeat: renew well before the lease ends; if a renewal is refused, or none succeeds before the
-  // lease would have ended, stop the call: another worker may own this job now.
-  const abort = new AbortController();
-  // Measured from when each granting statement was sent, on the monotonic clock (it runs on while the
-  // process is stopped, so a worker frozen past its lease sees that the moment it resumes).
-  let leaseDeadline = start.sentAt + config.leaseMs;
-  let leaseLost = false;
-  const beat = setInterval(() => {
-    const sentAt = performance.now();
-    sql
-      .renewAttemptLease(pool, msg.attemptId, config.leaseMs)
-      .then((until) => {
-        if (until) leaseDeadline = sentAt + config.leaseMs;
-        else {
-          leaseLost = true;
-          abort.abort(new Error("lease lost"));
-        }
-      })
-      .catch(() => {
-        if (performance.now() > leaseDeadline) {
-          leaseLost = true;
-          abort.abort(new Error("lease expired while the database was unreachable"));
-        }
-      });
-  }, config.heartbeatMs);
+  // Heartbeat (attempt-lease.ts): renewed with the worker's other running attempts; if a renewal is
+  // refused, or none succeeds before the lease would have ended, the call is stopped: another worker may
+  // own this job now. The lease is measured from when the granting statement was sent.
+  const lease = deps.leases.hold(msg.attemptId, start.sentAt);
 
-  const secrets = await deps.secretsFor(started.tenant_id).catch(() => []);
-  deps.faults.hit("worker.before-send");
   // S7, narrowed: do not send unless the lease still has at least one heartbeat interval to run. A worker
   // frozen (SIGSTOP, a long GC, CPU starvation) past that point may have been replaced by the reaper and
   // another worker; sending now would repeat the effect. A pause between this check and the send cannot
   // be seen; the target's fencing-token check covers that window.
-  const mayStillSend = () => {
-    const left = leaseDeadline - performance.now();
-    return left < config.heartbeatMs
-      ? `the lease was last renewed ${Math.round(performance.now() - (leaseDeadline - config.leaseMs))} ms ago; it may have been taken over`
-      : null;
-  };
+  const mayStillSend = lease.mayStillSend;
   let result: HttpCallResult;
   try {
+    const secrets = await deps.secretsFor(started.tenant_id).catch(() => []);
+    deps.faults.hit("worker.before-send");
     result = await deps.http.call({
       method: started.method,
       url: started.url,
@@ -196,11 +181,11 @@ export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerC
       },
       body: started.body,
       timeoutMs: started.timeout_ms,
-      signal: abort.signal,
+      signal: lease.signal,
       mayStillSend,
     });
   } finally {
-    clearInterval(beat);
+    lease.release();
   }
   if (result.withheld !== undefined) {
     if (dependency) await deps.breakers.release(dependency).catch(() => {});
@@ -208,7 +193,7 @@ export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerC
     logger.warn({ ...context, reason: result.withheld }, "attempt given up before sending: its lease may have been taken over (the reaper retries the job)");
     return { kind: "lease_lost" };
   }
-  if (leaseLost || result.aborted) {
+  if (lease.lost() || result.aborted) {
     if (dependency) await deps.breakers.release(dependency).catch(() => {});
     metrics.leaseLost.inc();
     logger.warn(context, "attempt abandoned: lease lost (the reaper retries the job)");
@@ -227,7 +212,7 @@ export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerC
   }
 
   const { decision, outcome, error, result: jobResult } = decide(started, result, databaseNow(), deps.random ?? Math.random);
-  const completion = await sql.completeAttemptAndNotify(pool, {
+  const completion = await deps.completer.complete({
     attemptId: msg.attemptId,
     jobId: msg.jobId,
     version: started.version,

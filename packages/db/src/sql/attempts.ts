@@ -109,6 +109,49 @@ export async function startAttempt(
 }
 
 /**
+ * startAttempt's common case for many messages in one statement (the worker's starter batches the
+ * messages its concurrent slots receive within a few milliseconds). Each row keeps its own conditions:
+ * the job still dispatched at the row's version with the row's attempt current and no replay, the
+ * attempt still pending. The job rows are locked in id order, so two batches never deadlock each other.
+ * Returns the rows that started, keyed by attempt id; a row that did not start (a replayed job, a stale
+ * or cancelled one, a duplicate message) is absent, and the caller takes it through startAttempt.
+ */
+export async function startAttempts(
+  db: Queryable,
+  rows: readonly { attemptId: string; jobId: string; version: number }[],
+  args: { workerId: string; leaseMs: number },
+): Promise<Map<string, StartedAttempt>> {
+  if (rows.length === 0) return new Map();
+  const start = JOB_STATUS_WRITES.startAttempt;
+  const { rows: started } = await db.query<StartedAttempt & { attempt_id: string }>(
+    `WITH input AS (
+       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::int[]) AS r(attempt_id, job_id, version)
+     ), locked AS (
+       SELECT j.id, r.attempt_id FROM jobs j JOIN input r ON j.id = r.job_id
+        WHERE ${statusIn("j.status", start.from)} AND j.version = r.version AND j.current_attempt_id = r.attempt_id AND j.replay_id IS NULL
+        ORDER BY j.id
+        FOR UPDATE OF j
+     ), attempt AS (
+       UPDATE attempts a SET status = 'running', worker_id = $4, started_at = now(), heartbeat_at = now(),
+              lease_expires_at = now() + make_interval(secs => $5 / 1000.0)
+         FROM locked l
+        WHERE a.id = l.attempt_id AND a.status = 'pending'
+        RETURNING a.id AS attempt_id, l.id AS locked_job_id, a.number AS attempt_number, a.lease_expires_at, clock_timestamp() AS db_now
+     ), job AS (
+       UPDATE jobs j SET status = ${stateLiteral(start.to.start)}, version = j.version + 1, attempt_count = j.attempt_count + 1, updated_at = now()
+         FROM attempt a
+        WHERE j.id = a.locked_job_id
+        RETURNING j.id AS job_id, j.tenant_id, j.shard, j.version, j.fencing_token::text, j.attempt_count, j.max_attempts, j.method, j.url, j.headers,
+                  j.body, j.timeout_ms, j.idempotency_key, j.schedule_id, j.occurrence_at, j.backoff, j.expires_at, j.dependency_key
+     )
+     SELECT job.*, attempt.attempt_id, attempt.attempt_number, attempt.lease_expires_at, attempt.db_now
+       FROM job JOIN attempt ON attempt.locked_job_id = job.job_id`,
+    [rows.map((r) => r.attemptId), rows.map((r) => r.jobId), rows.map((r) => r.version), args.workerId, args.leaseMs],
+  );
+  return new Map(started.map(({ attempt_id: attemptId, ...row }) => [attemptId, row]));
+}
+
+/**
  * The replay's start gate: locks its pacing row and, if 1/rate has passed since the last start, takes
  * the next start instant (rounded up to the millisecond, as stored, so stored starts are never closer
  * than 1/rate). A replay that no longer exists has no gate.
@@ -171,6 +214,32 @@ export async function renewAttemptLease(db: Queryable, attemptId: string, leaseM
     [attemptId, leaseMs],
   );
   return rows[0]?.lease_expires_at ?? null;
+}
+
+/**
+ * One heartbeat for many attempts (the worker's lease keeper renews all of its running attempts per
+ * beat): each row is renewed only if it still holds its lease, as in renewAttemptLease. A row locked by
+ * another statement (its own completion committing) is skipped, not waited for, so one busy row never
+ * holds up the renewal of the others (nor deadlocks with a completion batch); it comes back `busy`, still
+ * holding its lease as far as this statement's snapshot shows. An id in neither set has lost its lease.
+ */
+export async function renewAttemptLeases(db: Queryable, attemptIds: readonly string[], leaseMs: number): Promise<{ renewed: Set<string>; busy: Set<string> }> {
+  if (attemptIds.length === 0) return { renewed: new Set(), busy: new Set() };
+  const { rows } = await db.query<{ id: string; renewed: boolean }>(
+    `WITH holding AS (
+       SELECT id FROM attempts WHERE id = ANY($1::uuid[]) AND status = 'running' AND lease_expires_at > now()
+     ), renewed AS (
+       UPDATE attempts SET lease_expires_at = now() + make_interval(secs => $2 / 1000.0), heartbeat_at = now()
+        WHERE id IN (SELECT id FROM attempts WHERE id IN (SELECT id FROM holding) ORDER BY id FOR UPDATE SKIP LOCKED)
+          AND status = 'running' AND lease_expires_at > now()
+        RETURNING id
+     )
+     SELECT id, true AS renewed FROM renewed
+     UNION ALL
+     SELECT id, false FROM holding WHERE id NOT IN (SELECT id FROM renewed)`,
+    [attemptIds, leaseMs],
+  );
+  return { renewed: new Set(rows.filter((r) => r.renewed).map((r) => r.id)), busy: new Set(rows.filter((r) => !r.renewed).map((r) => r.id)) };
 }
 
 export type AttemptDecision =
@@ -260,6 +329,78 @@ export async function completeAttemptAndNotify(db: Queryable, a: CompleteAttempt
     completeParams(a),
   );
   return { won: rows.length > 0, status: rows[0]?.status ?? null, dueAt: rows[0]?.due_at ?? null };
+}
+
+export interface CompletionResult {
+  won: boolean;
+  status: string | null;
+  dueAt: Date | null;
+}
+
+/**
+ * completeAttemptAndNotify for many attempts in one statement (the worker's completer batches what its
+ * concurrent attempts finish within a few milliseconds). Every row keeps its own fence: the job still
+ * running that attempt at that version and fencing token. A row that lost is counted on its attempt as a
+ * late completion and comes back `won: false`; the winners' terminal webhooks are written in the same
+ * statement. One result per input row, in input order.
+ */
+export async function completeAttemptsAndNotify(db: Queryable, completions: readonly CompleteAttemptArgs[]): Promise<CompletionResult[]> {
+  if (completions.length === 0) return [];
+  const params = completions.map(completeParams);
+  const column = (i: number) => params.map((p) => p[i]);
+  const { rows } = await db.query<{ attempt_id: string; due_at: Date; status: string }>(
+    `WITH input AS (
+       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::bigint[], $5::text[], $6::float8[], $7::text[],
+                            $8::jsonb[], $9::jsonb[], $10::int[], $11::int[])
+         AS r(attempt_id, job_id, version, fencing_token, target, due_in_ms, outcome, error, result, http_status, duration_ms)
+     ), job AS (
+       UPDATE jobs j SET
+              -- A cancel asked for while this attempt ran: no further attempt (the API promised it).
+              status = CASE WHEN r.target = ${stateLiteral(complete.to.retry)} AND j.cancel_requested_at IS NOT NULL THEN ${stateLiteral(complete.to.abandon)}::job_status ELSE r.target::job_status END,
+              version = j.version + 1, updated_at = now(),
+              current_attempt_id = NULL,
+              due_at = CASE WHEN r.target = ${stateLiteral(complete.to.retry)} THEN now() + make_interval(secs => r.due_in_ms / 1000.0) ELSE j.due_at END,
+              finished_at = CASE WHEN r.target = ${stateLiteral(complete.to.retry)} AND j.cancel_requested_at IS NULL THEN NULL ELSE now() END,
+              last_error = CASE WHEN r.target = ${stateLiteral(complete.to.succeed)} THEN j.last_error ELSE r.error END,
+              result = CASE WHEN r.target = ${stateLiteral(complete.to.succeed)} THEN r.result ELSE j.result END
+         FROM input r
+        WHERE j.id = r.job_id AND ${statusIn("j.status", complete.from)} AND j.version = r.version AND j.current_attempt_id = r.attempt_id
+          AND j.fencing_token = r.fencing_token
+        RETURNING j.id, j.tenant_id, j.shard, j.queue_id, j.status, j.due_at, j.idempotency_key, j.attempt_count, j.result, j.last_error,
+                  j.metadata, j.schedule_id, j.finished_at, j.callback_url, r.attempt_id
+     ), attempt AS (
+       UPDATE attempts a SET status = CASE WHEN r.target = ${stateLiteral(complete.to.succeed)} THEN 'succeeded'::attempt_status ELSE 'failed'::attempt_status END,
+              finished_at = now(), outcome = r.outcome, http_status = r.http_status, error = r.error, duration_ms = r.duration_ms
+         FROM input r
+        WHERE a.id = r.attempt_id AND a.status = 'running' AND r.attempt_id IN (SELECT attempt_id FROM job)
+     ), late AS (
+       UPDATE attempts a SET late_completions = a.late_completions + 1
+         FROM input r
+        WHERE a.id = r.attempt_id AND r.attempt_id NOT IN (SELECT attempt_id FROM job)
+     ), ${jobWebhookCtes("SELECT * FROM job")}
+     SELECT attempt_id, due_at, status FROM job`,
+    params[0]!.map((_, i) => column(i)),
+  );
+  const won = new Map(rows.map((r) => [r.attempt_id, r]));
+  return completions.map((c) => {
+    const row = won.get(c.attemptId);
+    return { won: row !== undefined, status: row?.status ?? null, dueAt: row?.due_at ?? null };
+  });
+}
+
+/**
+ * Whether an attempt's completion already committed: after a batch whose commit outcome is unknown (the
+ * connection was cut), a retried row that now loses may have won the first time. Only the worker's
+ * completion moves an attempt to succeeded or failed, so that status says the completion committed; the
+ * job's status and due time are read as they are now (for the caller's metric and due-index note).
+ */
+export async function committedCompletion(db: Queryable, attemptId: string, jobId: string): Promise<CompletionResult | null> {
+  const { rows } = await db.query<{ status: string | null; due_at: Date | null }>(
+    `SELECT j.status, j.due_at FROM ${ATTEMPTS_ALL} a LEFT JOIN ${JOBS_ALL} j ON j.id = $2
+      WHERE a.id = $1 AND a.status IN ('succeeded', 'failed')`,
+    [attemptId, jobId],
+  );
+  return rows[0] ? { won: true, status: rows[0].status, dueAt: rows[0].due_at } : null;
 }
 
 /**

@@ -1,0 +1,40 @@
+import type pg from "pg";
+import { sql } from "@tick/db";
+import type { Logger } from "@tick/runtime";
+import { createBatchQueue } from "./batch-queue.js";
+
+export interface BatchedStart {
+  started: sql.StartedAttempt;
+  /** When the statement that granted the lease was sent (performance.now()): the lease began no earlier. */
+  sentAt: number;
+}
+
+export interface AttemptStarter {
+  /** The attempt started in a batch, or null: take it through the single path (sql.startAttempt). */
+  start(msg: { attemptId: string; jobId: string; version: number }): Promise<BatchedStart | null>;
+  drain(): Promise<void>;
+}
+
+/**
+ * Batches the starts of a worker's concurrent attempts into one statement (sql.startAttempts). Only the
+ * common case starts here; a replayed job (its start gate), a stale, cancelled or duplicate message, and
+ * every row of a batch that failed come back null and take the single path, which decides and explains.
+ */
+export function createAttemptStarter(options: { pool: pg.Pool; logger: Logger; workerId: string; leaseMs: number; flushMs: number; maxBatch: number }): AttemptStarter {
+  const { pool, logger } = options;
+  const queue = createBatchQueue({
+    flushMs: options.flushMs,
+    maxBatch: options.maxBatch,
+    runBatch: async (rows: { attemptId: string; jobId: string; version: number }[]) => {
+      const sentAt = performance.now();
+      const started = await sql.startAttempts(pool, rows, { workerId: options.workerId, leaseMs: options.leaseMs });
+      return rows.map((r) => {
+        const s = started.get(r.attemptId);
+        return s ? { started: s, sentAt } : null;
+      });
+    },
+    runOne: async () => null,
+    onBatchError: (err, size) => logger.warn({ err: (err as Error).message, size }, "start batch failed; starting its attempts one by one"),
+  });
+  return { start: (msg) => queue.submit(msg), drain: () => queue.drain() };
+}
