@@ -120,6 +120,13 @@ describe("batched starts", () => {
     expect(a!.sentAt).toBeGreaterThanOrEqual(before);
     expect(b).toBeNull();
   });
+
+  it("a message delivered twice into one batch is started for one of its callers only", async () => {
+    const [row] = await dispatchedJobs(1);
+    const starter = createAttemptStarter({ pool, logger: quiet, workerId: "w1", leaseMs: 30_000, flushMs: 5, maxBatch: 50 });
+    const results = await Promise.all([starter.start(row!), starter.start(row!)]);
+    expect(results.filter((r) => r !== null)).toHaveLength(1);
+  });
 });
 
 describe("batched lease renewal", () => {

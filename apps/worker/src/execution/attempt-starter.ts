@@ -28,9 +28,14 @@ export function createAttemptStarter(options: { pool: pg.Pool; logger: Logger; w
     runBatch: async (rows: { attemptId: string; jobId: string; version: number }[]) => {
       const sentAt = performance.now();
       const started = await sql.startAttempts(pool, rows, { workerId: options.workerId, leaseMs: options.leaseMs });
+      // A message delivered twice into one batch started once: only its first row may run it; the other
+      // takes the single path, which finds the attempt no longer pending (a duplicate).
+      const given = new Set<string>();
       return rows.map((r) => {
         const s = started.get(r.attemptId);
-        return s ? { started: s, sentAt } : null;
+        if (!s || given.has(r.attemptId)) return null;
+        given.add(r.attemptId);
+        return { started: s, sentAt };
       });
     },
     runOne: async () => null,
