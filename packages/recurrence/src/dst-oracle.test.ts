@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { nextOccurrences, type DstGapPolicy, type DstOverlapPolicy } from "./index.js";
+import { lastOccurrencesBetween, nextOccurrences, occurrencesBetween, type DstGapPolicy, type DstOverlapPolicy } from "./index.js";
 
 // The oracle: brute force over UTC minutes with the platform's Intl data, sharing no code with the
 // implementation (which resolves wall times through luxon's zone offsets and cron-parser).
@@ -142,6 +142,15 @@ describe.each(ZONES)("every DST transition 2020-2035 in %s", (zone) => {
               dstOverlap,
               transition: new Date(t).toISOString(),
               fires: expected.map((x) => new Date(x).toISOString()),
+            });
+            // The window-bounded walks (what the materialiser plans with) agree: all of [from, to), and its last two.
+            const rule = { cron: cronOf(p), timezone: zone, dstGap, dstOverlap };
+            const iso = (xs: number[]) => xs.map((x) => new Date(x).toISOString());
+            expect({ zone, cron: cronOf(p), dstGap, dstOverlap, between: iso(occurrencesBetween(rule, new Date(from - 1), new Date(to - 1), 10_000).map((o) => o.at.getTime())) }).toEqual({
+              zone, cron: cronOf(p), dstGap, dstOverlap, between: iso(expected),
+            });
+            expect({ zone, cron: cronOf(p), dstGap, dstOverlap, last: iso(lastOccurrencesBetween(rule, new Date(from - 1), new Date(to - 1), 2).map((o) => o.at.getTime())) }).toEqual({
+              zone, cron: cronOf(p), dstGap, dstOverlap, last: iso(expected.slice(-2)),
             });
             checked++;
           }

@@ -132,15 +132,38 @@ function resolveWall(offsetAt: OffsetAt, wallMs: number): { instants: number[]; 
   return { instants: [], gapEnd: firstChange(offsetAt, lo, hi, offsetAt(lo)) };
 }
 
+// Rules are validated once per (cron, zone) and each zone's offset timeline is kept across calls: the
+// materialiser plans thousands of schedules per second over a handful of rules and zones, and both are
+// pure (zone rules do not change inside a process). Bounded so a stream of distinct rules cannot grow them.
+const CACHE_LIMIT = 1_000;
+const validRules = new Set<string>();
+const timelines = new Map<string, OffsetAt>();
+
+function checkedTimeline(rule: RecurrenceRule): OffsetAt {
+  const key = `${rule.timezone}\u0000${rule.cron}`;
+  if (!validRules.has(key)) {
+    const problems = validateRule(rule);
+    if (problems.length) throw new RecurrenceError(problems.join("; "));
+    if (validRules.size >= CACHE_LIMIT) validRules.clear();
+    validRules.add(key);
+  }
+  let timeline = timelines.get(rule.timezone);
+  if (!timeline) {
+    if (timelines.size >= CACHE_LIMIT) timelines.clear();
+    timeline = offsetTimeline(IANAZone.create(rule.timezone));
+    timelines.set(rule.timezone, timeline);
+  }
+  return timeline;
+}
+
 /**
- * The next `count` occurrences strictly after `after`, in instant order. Pure: the same inputs give
- * the same answer whatever the machine's time zone.
+ * The first `count` occurrences in (afterMs, untilMs], in instant order. The walk stops as soon as no
+ * later wall time can resolve before the count-th instant found or at or before `untilMs`, so its work
+ * is proportional to the occurrences returned (a 2 s window of a daily rule looks at one wall time).
  */
-export function nextOccurrences(rule: RecurrenceRule, after: Date, count: number): Occurrence[] {
-  const problems = validateRule(rule);
-  if (problems.length) throw new RecurrenceError(problems.join("; "));
-  const offsetAt = offsetTimeline(IANAZone.create(rule.timezone));
-  const afterMs = after.getTime();
+function walk(rule: RecurrenceRule, afterMs: number, count: number, untilMs: number): Occurrence[] {
+  const offsetAt = checkedTimeline(rule);
+  if (count <= 0 || untilMs <= afterMs) return [];
   // Wall times from `after`'s own onwards resolve after it, with one exception: when the clocks are about
   // to go back, the repeated hour's second instances (policies `last` and `both`) come after `after`
   // although their wall times are earlier. Start there then, and nowhere earlier, so a per-second schedule
@@ -150,6 +173,9 @@ export function nextOccurrences(rule: RecurrenceRule, after: Date, count: number
   if (back && back.to < back.from) startWall = Math.min(startWall, back.at + back.to * MINUTE);
   const wallsFrom = (wallMs: number) => CronExpressionParser.parse(rule.cron, { currentDate: new Date(wallMs - 1000), tz: "UTC" });
   let walls = wallsFrom(startWall);
+  // A wall time W resolves no earlier than W minus the largest offset in force around the instant: past
+  // `untilMs` plus that, nothing more can land inside the window.
+  const untilWall = Number.isFinite(untilMs) ? untilMs + Math.max(offsetAt(untilMs - DAY), offsetAt(untilMs), offsetAt(untilMs + DAY)) * MINUTE : Infinity;
 
   const found = new Map<number, Occurrence>();
   const order: number[] = []; // the instants found, ascending
@@ -165,6 +191,7 @@ export function nextOccurrences(rule: RecurrenceRule, after: Date, count: number
   };
   for (let guard = 0; guard < 100_000; guard++) {
     const wallMs = walls.next().getTime();
+    if (wallMs > untilWall) break;
     // No later wall time can resolve before the count-th instant found so far: done. (A wall time W
     // resolves no earlier than W minus the largest offset in force around it.)
     if (found.size >= count) {
@@ -186,7 +213,7 @@ export function nextOccurrences(rule: RecurrenceRule, after: Date, count: number
       picks.push({ at: instants[0]! });
     }
     for (const pick of picks) {
-      if (pick.at <= afterMs || found.has(pick.at)) continue; // same instant from an earlier nominal time: fire once
+      if (pick.at <= afterMs || pick.at > untilMs || found.has(pick.at)) continue; // same instant from an earlier nominal time: fire once
       insert(pick.at);
       found.set(pick.at, {
         at: new Date(pick.at),
@@ -196,27 +223,45 @@ export function nextOccurrences(rule: RecurrenceRule, after: Date, count: number
       });
     }
     // With one instant per wall time (any policy but `both`), later wall times never resolve earlier:
-    // once this one lands past the count-th instant, nothing after it can come before. (Without this,
-    // `last` walked the whole repeated hour: its first instances, which it never fires, look early.)
-    if (rule.dstOverlap !== "both" && found.size >= count && picks.length > 0 && picks[0]!.at > order[count - 1]!) break;
+    // once this one lands past the count-th instant (or past the window), nothing after it can come
+    // before. (Without this, `last` walked the whole repeated hour: its first instances, which it never
+    // fires, look early.)
+    if (rule.dstOverlap !== "both" && picks.length > 0 && (picks[0]!.at > untilMs || (found.size >= count && picks[0]!.at > order[count - 1]!))) break;
   }
   return order.slice(0, count).map((at) => found.get(at)!);
 }
 
-/** Occurrences in (from, to], at most `limit` (misfire handling counts and picks from these). */
+/**
+ * The next `count` occurrences strictly after `after`, in instant order. Pure: the same inputs give
+ * the same answer whatever the machine's time zone.
+ */
+export function nextOccurrences(rule: RecurrenceRule, after: Date, count: number): Occurrence[] {
+  return walk(rule, after.getTime(), count, Infinity);
+}
+
+/**
+ * Occurrences in (from, to], at most `limit`, the earliest first (misfire handling counts and picks
+ * from these). One walk bounded by the window: the work is proportional to what it returns.
+ */
 export function occurrencesBetween(rule: RecurrenceRule, from: Date, to: Date, limit: number): Occurrence[] {
-  const out: Occurrence[] = [];
-  let cursor = from;
-  while (out.length < limit) {
-    const batch = nextOccurrences(rule, cursor, Math.min(100, limit - out.length));
-    for (const o of batch) {
-      if (o.at.getTime() > to.getTime()) return out;
-      out.push(o);
-    }
-    if (batch.length === 0) return out;
-    cursor = batch[batch.length - 1]!.at;
+  return walk(rule, from.getTime(), limit, to.getTime());
+}
+
+/**
+ * The last `count` occurrences in (from, to], the earliest first. Walks back from `to` by a span that
+ * doubles until it holds `count` occurrences or reaches `from`, so the work is proportional to about
+ * twice the occurrences returned, not to the window (a month of a per-minute rule for run_latest's one).
+ */
+export function lastOccurrencesBetween(rule: RecurrenceRule, from: Date, to: Date, count: number): Occurrence[] {
+  const fromMs = from.getTime();
+  const toMs = to.getTime();
+  if (count <= 0 || toMs <= fromMs) return [];
+  for (let span = 1_000 * count; ; span *= 2) {
+    const start = Math.max(fromMs, toMs - span);
+    // Within the span the walk returns every occurrence (at most all of them are asked for): keep the tail.
+    const got = walk(rule, start, Number.MAX_SAFE_INTEGER, toMs);
+    if (got.length >= count || start === fromMs) return got.slice(-count);
   }
-  return out;
 }
 
 /**
