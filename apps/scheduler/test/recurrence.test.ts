@@ -11,7 +11,7 @@ afterEach(async () => w?.close());
 async function createSchedule(
   w: World,
   tenant: { id: string; queueId: string; shard: number },
-  options: { cron: string; misfire?: string; maxCatchUp?: number; thresholdMs?: number; lastFireSql?: string; timezone?: string },
+  options: { cron: string; misfire?: string; maxCatchUp?: number; thresholdMs?: number; lastFireSql?: string; timezone?: string; template?: Record<string, unknown> },
 ): Promise<string> {
   const { rows } = await w.pool.query<{ id: string }>(
     `INSERT INTO schedules (id, tenant_id, queue_id, shard, name, cron, timezone, misfire_policy, max_catch_up, misfire_threshold_ms,
@@ -19,7 +19,7 @@ async function createSchedule(
      VALUES (gen_random_uuid(), $1, $2, $3, gen_random_uuid()::text, $4, $5, $6::misfire_policy, $7, $8, $9, now() - interval '1 second',
              ${options.lastFireSql ?? "NULL"}, now())
      RETURNING id`,
-    [tenant.id, tenant.queueId, tenant.shard, options.cron, options.timezone ?? "UTC", options.misfire ?? "skip", options.maxCatchUp ?? 10, options.thresholdMs ?? 1_000, { target: { url: "https://93.184.216.34/tick" } }],
+    [tenant.id, tenant.queueId, tenant.shard, options.cron, options.timezone ?? "UTC", options.misfire ?? "skip", options.maxCatchUp ?? 10, options.thresholdMs ?? 1_000, options.template ?? { target: { url: "https://93.184.216.34/tick" } }],
   );
   return rows[0]!.id;
 }
@@ -84,5 +84,47 @@ describe("schedule materialisation", () => {
     await w.pool.query(`UPDATE schedules SET last_fire_at = date_trunc('hour', now()) - interval '2 hours 30 minutes', next_fire_at = now() - interval '1 second' WHERE id = $1`, [id]);
     await s.materializeOnce();
     expect(await jobsOf(w, id)).toHaveLength(3);
+  });
+
+  it("one round writes the occurrences of many schedules together, each job from its own schedule's template, and a replay of the whole batch creates none twice", async () => {
+    const t = await w.createTenant();
+    const since = "date_trunc('hour', now()) - interval '30 minutes'";
+    const plain = [];
+    for (let i = 0; i < 50; i++) plain.push(await createSchedule(w, t, { cron: "0 * * * *", misfire: "run_latest", lastFireSql: since }));
+    const custom = await createSchedule(w, t, {
+      cron: "0 * * * *",
+      misfire: "run_latest",
+      lastFireSql: since,
+      template: {
+        target: { method: "PUT", url: "https://93.184.216.34/custom", headers: { "x-a": "1" }, body: "hi", timeoutMs: 1234 },
+        priority: 7,
+        maxAttempts: 2,
+        dependencyKey: "dep-x",
+        callbackUrl: "https://93.184.216.34/cb",
+        metadata: { team: "a" },
+        expiresAfterMs: 60_000,
+      },
+    });
+    const s = w.startScheduler("s");
+    await s.init();
+    await s.leaseTick();
+    expect(await s.materializeOnce()).toBe(51);
+    const { rows } = await w.pool.query<Record<string, unknown>>(
+      `SELECT j.schedule_id, j.method, j.url, j.headers, j.body, j.timeout_ms, j.priority, j.max_attempts, j.dependency_key, j.callback_url, j.metadata,
+              extract(epoch FROM j.expires_at - j.due_at)::int AS expires_after_s, j.backoff = q.default_backoff AS default_backoff, j.timeout_ms = q.default_timeout_ms AS default_timeout
+         FROM jobs j JOIN queues q ON q.id = j.queue_id ORDER BY j.schedule_id = $1`,
+      [custom],
+    );
+    expect(new Set(rows.map((r) => r.schedule_id))).toEqual(new Set([...plain, custom]));
+    expect(rows[0]).toMatchObject({ method: "POST", url: "https://93.184.216.34/tick", headers: {}, body: null, priority: 0, dependency_key: "93.184.216.34", callback_url: null, expires_after_s: null, default_backoff: true, default_timeout: true });
+    expect(rows[50]).toMatchObject({ method: "PUT", url: "https://93.184.216.34/custom", headers: { "x-a": "1" }, body: "hi", timeout_ms: 1234, priority: 7, max_attempts: 2, dependency_key: "dep-x", callback_url: "https://93.184.216.34/cb", expires_after_s: 60 });
+    expect(rows[50]!.metadata).toMatchObject({ team: "a", occurrence: { coalesced: 1 } });
+
+    // Every schedule put back to its old position (a stale copy): the batch is replayed and creates nothing.
+    await w.pool.query(`UPDATE schedules SET last_fire_at = ${since}, next_fire_at = now() - interval '1 second'`);
+    expect(await s.materializeOnce()).toBe(0);
+    expect((await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs`)).rows[0]!.n).toBe(51);
+    const next = await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM schedules WHERE next_fire_at > now()`);
+    expect(next.rows[0]!.n).toBe(51);
   });
 });

@@ -31,13 +31,17 @@ export class Materializer {
   ) {}
 
   async runShard(lease: HeldLease): Promise<{ fenced: boolean; created: number }> {
-    const created: { tenantId: string; dueAtMs: number }[] = [];
+    const due = new Map<string, number>(); // tenant -> earliest occurrence planned
     const result = await withShardFence(
       this.pool,
       this.config.holder,
       lease,
       async (client) => {
-        let total = 0;
+        // Decide in code, write once: every locked schedule is planned, then one statement creates all
+        // their occurrence jobs and one moves them all on (a statement per schedule capped a shard at a
+        // few hundred schedules a second). The occurrence uniqueness still decides each row.
+        const jobs: sql.OccurrenceJob[] = [];
+        const advances: sql.ScheduleAdvance[] = [];
         for (const s of await sql.lockDueSchedules(client, lease.shard, this.config.lookaheadMs, this.config.batch)) {
           const plan = planOccurrences({
             rule: { cron: s.cron, timezone: s.timezone, dstGap: s.dst_gap_policy, dstOverlap: s.dst_overlap_policy },
@@ -48,17 +52,18 @@ export class Materializer {
             now: s.db_now,
             lookaheadMs: this.config.lookaheadMs,
           });
-          const template = s.job_template as { target: { url: string }; dependencyKey?: string | null };
-          const schedule = { ...s, job_template: { ...s.job_template, dependencyKey: dependencyOf(template.target.url, template.dependencyKey) } };
-          const n = await sql.insertOccurrenceJobs(
-            client,
-            schedule,
-            plan.runs.map((r) => ({
+          const template = s.job_template as { target: { url: string }; dependencyKey?: string | null; metadata?: Record<string, unknown> };
+          const dependencyKey = dependencyOf(template.target.url, template.dependencyKey);
+          for (const r of plan.runs) {
+            jobs.push({
+              scheduleId: s.id,
               id: randomUUID(),
               dueAt: r.occurrence.at,
               occurrenceAt: r.occurrence.at,
               idempotencyKey: occurrenceKey(s.id, r.occurrence),
+              dependencyKey,
               metadata: {
+                ...(template.metadata ?? {}),
                 occurrence: {
                   nominal: r.occurrence.nominal,
                   offsetMinutes: r.occurrence.offsetMinutes,
@@ -66,23 +71,24 @@ export class Materializer {
                   ...(r.coalesced ? { coalesced: r.coalesced } : {}),
                 },
               },
-            })),
-            this.config.idempotencyTtlMs,
-          );
-          await sql.advanceSchedule(client, s.id, s.version, plan.nextFireAt, plan.through);
-          total += n;
-          if (plan.runs.length) created.push({ tenantId: s.tenant_id, dueAtMs: Math.min(...plan.runs.map((r) => r.occurrence.at.getTime())) });
+            });
+            const first = due.get(s.tenant_id);
+            if (first === undefined || r.occurrence.at.getTime() < first) due.set(s.tenant_id, r.occurrence.at.getTime());
+          }
+          advances.push({ id: s.id, version: s.version, nextFireAt: plan.nextFireAt, lastFireAt: plan.through });
           if (plan.missed) {
             this.metrics.misfires.inc({ policy: s.misfire_policy }, plan.missed);
             this.logger.warn({ scheduleId: s.id, tenantId: s.tenant_id, missed: plan.missed, dropped: plan.dropped, policy: s.misfire_policy }, "schedule missed occurrences (downtime); misfire policy applied");
           }
         }
-        return total;
+        const created = await sql.insertOccurrenceJobs(client, jobs, this.config.idempotencyTtlMs);
+        await sql.advanceSchedules(client, advances);
+        return created;
       },
       (stale) => this.metrics.staleWrites.inc({ shard: String(stale.shard), component: "recurrence" }),
     );
     if (!result.ok) return { fenced: false, created: 0 };
-    for (const c of created) await this.noteDue(lease.shard, c.tenantId, c.dueAtMs).catch(() => {});
+    for (const [tenantId, dueAtMs] of due) await this.noteDue(lease.shard, tenantId, dueAtMs).catch(() => {});
     this.metrics.occurrences.inc(result.value);
     return { fenced: true, created: result.value };
   }

@@ -54,71 +54,75 @@ export async function shardsWithDueSchedules(db: Queryable, shards: number[], lo
 }
 
 export interface OccurrenceJob {
+  scheduleId: string;
   id: string;
   dueAt: Date;
   occurrenceAt: Date;
   idempotencyKey: string;
+  /** The template's metadata with the occurrence's merged in (the job's metadata as stored). */
   metadata: Record<string, unknown>;
+  /** The template's dependency key, or the one derived from its target. */
+  dependencyKey: string | null;
 }
 
 /**
- * Creates one job per occurrence from the schedule's template. The unique (schedule_id, occurrence_at)
+ * Creates the occurrence jobs of many schedules in one statement, each from its schedule's template
+ * (read from the schedule row, which the caller holds locked). The unique (schedule_id, occurrence_at)
  * and (tenant_id, idempotency_key) constraints make a second materialisation (another scheduler, a
- * stale one) a no-op. Returns how many were created.
+ * stale one) a per-row no-op. Returns how many were created.
  */
-export async function insertOccurrenceJobs(db: Queryable, schedule: ScheduleRow, jobs: OccurrenceJob[], idempotencyTtlMs: number): Promise<number> {
+export async function insertOccurrenceJobs(db: Queryable, jobs: OccurrenceJob[], idempotencyTtlMs: number): Promise<number> {
   if (jobs.length === 0) return 0;
-  const t = schedule.job_template as {
-    target: { method?: string; url: string; headers?: Record<string, string>; body?: string | null; timeoutMs?: number };
-    priority?: number;
-    maxAttempts?: number;
-    backoff?: unknown;
-    callbackUrl?: string | null;
-    dependencyKey?: string | null;
-    metadata?: Record<string, unknown>;
-    expiresAfterMs?: number | null;
-  };
+  // The template's defaults as the API stores them: absent (or JSON null) fields fall back to the queue's.
   const { rowCount } = await db.query(
     `INSERT INTO jobs (id, tenant_id, queue_id, shard, status, version, due_at, expires_at, priority, idempotency_key, request_hash,
                        idempotency_expires_at, method, url, headers, body, timeout_ms, max_attempts, backoff, dependency_key,
                        callback_url, metadata, schedule_id, occurrence_at, updated_at)
-     SELECT x.id, $1, q.id, $2, ${stateLiteral(JOB_STATUS_WRITES.insertOccurrenceJobs.creates)}, 1, x.due_at,
-            CASE WHEN $13::float8 IS NULL THEN NULL ELSE x.due_at + make_interval(secs => $13 / 1000.0) END,
-            $4, x.idempotency_key, 'schedule', now() + make_interval(secs => $14 / 1000.0),
-            $5, $6, $7::jsonb, $8, coalesce($9, q.default_timeout_ms), coalesce($10, q.default_max_attempts), coalesce($11::jsonb, q.default_backoff),
-            $12, $15, x.metadata, $16, x.occurrence_at, now()
-       FROM jsonb_to_recordset($17::jsonb) AS x(id uuid, due_at timestamptz, occurrence_at timestamptz, idempotency_key text, metadata jsonb)
-       JOIN queues q ON q.id = $3
+     SELECT x.id, s.tenant_id, q.id, s.shard, ${stateLiteral(JOB_STATUS_WRITES.insertOccurrenceJobs.creates)}, 1, x.due_at,
+            CASE WHEN s.job_template->>'expiresAfterMs' IS NULL THEN NULL ELSE x.due_at + make_interval(secs => (s.job_template->>'expiresAfterMs')::float8 / 1000.0) END,
+            coalesce((s.job_template->>'priority')::int, 0), x.idempotency_key, 'schedule', now() + make_interval(secs => $8 / 1000.0),
+            coalesce(s.job_template->'target'->>'method', 'POST'), s.job_template->'target'->>'url', coalesce(nullif(s.job_template->'target'->'headers', 'null'::jsonb), '{}'::jsonb),
+            s.job_template->'target'->>'body', coalesce((s.job_template->'target'->>'timeoutMs')::int, q.default_timeout_ms),
+            coalesce((s.job_template->>'maxAttempts')::int, q.default_max_attempts), coalesce(nullif(s.job_template->'backoff', 'null'::jsonb), q.default_backoff),
+            x.dependency_key, s.job_template->>'callbackUrl', x.metadata, s.id, x.occurrence_at, now()
+       FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::timestamptz[], $5::text[], $6::jsonb[], $7::text[])
+              AS x(schedule_id, id, due_at, occurrence_at, idempotency_key, metadata, dependency_key)
+       JOIN schedules s ON s.id = x.schedule_id
+       JOIN queues q ON q.id = s.queue_id
      ON CONFLICT DO NOTHING`,
     [
-      schedule.tenant_id,
-      schedule.shard,
-      schedule.queue_id,
-      t.priority ?? 0,
-      t.target.method ?? "POST",
-      t.target.url,
-      JSON.stringify(t.target.headers ?? {}),
-      t.target.body ?? null,
-      t.target.timeoutMs ?? null,
-      t.maxAttempts ?? null,
-      t.backoff ? JSON.stringify(t.backoff) : null,
-      t.dependencyKey ?? null,
-      t.expiresAfterMs ?? null,
+      jobs.map((j) => j.scheduleId),
+      jobs.map((j) => j.id),
+      jobs.map((j) => j.dueAt),
+      jobs.map((j) => j.occurrenceAt),
+      jobs.map((j) => j.idempotencyKey),
+      jobs.map((j) => JSON.stringify(j.metadata)),
+      jobs.map((j) => j.dependencyKey),
       idempotencyTtlMs,
-      t.callbackUrl ?? null,
-      schedule.id,
-      JSON.stringify(jobs.map((j) => ({ id: j.id, due_at: j.dueAt, occurrence_at: j.occurrenceAt, idempotency_key: j.idempotencyKey, metadata: { ...(t.metadata ?? {}), ...j.metadata } }))),
     ],
   );
   return rowCount ?? 0;
 }
 
-/** Moves a schedule on after materialising, conditional on the version read. */
-export async function advanceSchedule(db: Queryable, id: string, version: number, nextFireAt: Date | null, lastFireAt: Date | null): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `UPDATE schedules SET next_fire_at = $3, last_fire_at = coalesce($4, last_fire_at), version = version + 1, updated_at = now()
-      WHERE id = $1 AND version = $2`,
-    [id, version, nextFireAt, lastFireAt],
+export interface ScheduleAdvance {
+  id: string;
+  version: number;
+  nextFireAt: Date | null;
+  lastFireAt: Date | null;
+}
+
+/**
+ * Moves many schedules on after materialising, in one statement, each conditional on the version it
+ * was read at. Returns the ids that moved (a lost race is a row missing from the answer).
+ */
+export async function advanceSchedules(db: Queryable, advances: ScheduleAdvance[]): Promise<Set<string>> {
+  if (advances.length === 0) return new Set();
+  const { rows } = await db.query<{ id: string }>(
+    `UPDATE schedules s SET next_fire_at = x.next_fire_at, last_fire_at = coalesce(x.last_fire_at, s.last_fire_at), version = s.version + 1, updated_at = now()
+       FROM unnest($1::uuid[], $2::int[], $3::timestamptz[], $4::timestamptz[]) AS x(id, version, next_fire_at, last_fire_at)
+      WHERE s.id = x.id AND s.version = x.version
+      RETURNING s.id`,
+    [advances.map((a) => a.id), advances.map((a) => a.version), advances.map((a) => a.nextFireAt), advances.map((a) => a.lastFireAt)],
   );
-  return (rowCount ?? 0) > 0;
+  return new Set(rows.map((r) => r.id));
 }
