@@ -1,4 +1,4 @@
-import { CronExpressionParser } from "cron-parser";
+import { CronExpressionParser, type CronExpression } from "cron-parser";
 import { IANAZone } from "luxon";
 
 /**
@@ -138,6 +138,20 @@ function resolveWall(offsetAt: OffsetAt, wallMs: number): { instants: number[]; 
 const CACHE_LIMIT = 1_000;
 const validRules = new Set<string>();
 const timelines = new Map<string, OffsetAt>();
+// One parsed expression per cron, reset to each walk's start (parsing was a fifth of a plan's time).
+// Safe to share: a walk is synchronous and the only user of the expression while it runs.
+const expressions = new Map<string, CronExpression>();
+
+function wallsOf(cron: string, fromWallMs: number): CronExpression {
+  let expression = expressions.get(cron);
+  if (!expression) {
+    if (expressions.size >= CACHE_LIMIT) expressions.clear();
+    expression = CronExpressionParser.parse(cron, { currentDate: new Date(fromWallMs), tz: "UTC" });
+    expressions.set(cron, expression);
+  }
+  expression.reset(new Date(fromWallMs));
+  return expression;
+}
 
 function checkedTimeline(rule: RecurrenceRule): OffsetAt {
   const key = `${rule.timezone}\u0000${rule.cron}`;
@@ -171,7 +185,7 @@ function walk(rule: RecurrenceRule, afterMs: number, count: number, untilMs: num
   let startWall = afterMs + offsetAt(afterMs) * MINUTE;
   const back = rule.dstOverlap === "first" ? undefined : nextTransition(offsetAt, afterMs, 4 * HOUR);
   if (back && back.to < back.from) startWall = Math.min(startWall, back.at + back.to * MINUTE);
-  const wallsFrom = (wallMs: number) => CronExpressionParser.parse(rule.cron, { currentDate: new Date(wallMs - 1000), tz: "UTC" });
+  const wallsFrom = (wallMs: number) => wallsOf(rule.cron, wallMs - 1000);
   let walls = wallsFrom(startWall);
   // A wall time W resolves no earlier than W minus the largest offset in force around the instant: past
   // `untilMs` plus that, nothing more can land inside the window.
