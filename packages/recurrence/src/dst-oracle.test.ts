@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { lastOccurrencesBetween, nextOccurrences, occurrencesBetween, type DstGapPolicy, type DstOverlapPolicy } from "./index.js";
+import { lastOccurrencesBetween, nextOccurrences, occurrencesBetween, occurrencesThrough, type DstGapPolicy, type DstOverlapPolicy } from "./index.js";
 
 // The oracle: brute force over UTC minutes with the platform's Intl data, sharing no code with the
 // implementation (which resolves wall times through luxon's zone offsets and cron-parser).
@@ -151,6 +151,11 @@ describe.each(ZONES)("every DST transition 2020-2035 in %s", (zone) => {
             });
             expect({ zone, cron: cronOf(p), dstGap, dstOverlap, last: iso(lastOccurrencesBetween(rule, new Date(from - 1), new Date(to - 1), 2).map((o) => o.at.getTime())) }).toEqual({
               zone, cron: cronOf(p), dstGap, dstOverlap, last: iso(expected.slice(-2)),
+            });
+            // Split at the transition: the part up to it, and the first one after it, from one walk.
+            const through = occurrencesThrough(rule, new Date(from - 1), new Date(t), 10_000);
+            expect({ zone, cron: cronOf(p), dstGap, dstOverlap, through: iso(through.occurrences.map((o) => o.at.getTime())), next: through.next?.at.toISOString() }).toEqual({
+              zone, cron: cronOf(p), dstGap, dstOverlap, through: iso(expected.filter((x) => x <= t)), next: iso(expected.filter((x) => x > t))[0] ?? nextOccurrences(rule, new Date(t), 1)[0]?.at.toISOString(), // past the oracle's window: the walk it checks above
             });
             checked++;
           }

@@ -1,4 +1,4 @@
-import { lastOccurrencesBetween, nextOccurrences, occurrencesBetween, type Occurrence, type RecurrenceRule } from "./index.js";
+import { lastOccurrencesBetween, nextOccurrences, occurrencesBetween, occurrencesThrough, type Occurrence, type RecurrenceRule } from "./index.js";
 
 export type MisfirePolicy = "skip" | "run_latest" | "catch_up";
 
@@ -54,7 +54,7 @@ export function planOccurrences(input: PlanInput): Plan {
   // Missed means strictly before the cutoff; instants are whole milliseconds, so (since, cutoff - 1 ms].
   const cutoffMs = input.now.getTime() - input.misfireThresholdMs;
   const lastMissed = new Date(Math.max(input.since.getTime(), Math.min(cutoffMs - 1, horizon.getTime())));
-  const onTime = occurrencesBetween(input.rule, lastMissed, horizon, ON_TIME_LIMIT);
+  const { occurrences: onTime, next: afterHorizon } = occurrencesThrough(input.rule, lastMissed, horizon, ON_TIME_LIMIT);
   const wanted = input.misfire === "catch_up" ? Math.max(1, input.maxCatchUp) : 1; // skip needs one to know whether any was missed
   const tail = lastOccurrencesBetween(input.rule, input.since, lastMissed, wanted);
   let missed = tail.length;
@@ -75,7 +75,8 @@ export function planOccurrences(input: PlanInput): Plan {
   }
   runs.push(...onTime.map((occurrence) => ({ occurrence })));
   // If the on-time walk hit its bound, continue from where it stopped next time; else from the horizon.
-  const through = onTime.length >= ON_TIME_LIMIT ? onTime[onTime.length - 1]!.at : horizon;
-  const next = nextOccurrences(input.rule, through, 1)[0];
+  const full = onTime.length >= ON_TIME_LIMIT;
+  const through = full ? onTime[onTime.length - 1]!.at : horizon;
+  const next = full ? nextOccurrences(input.rule, through, 1)[0] : (afterHorizon ?? undefined);
   return { runs, missed, dropped, through, nextFireAt: next ? next.at : null };
 }
