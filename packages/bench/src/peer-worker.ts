@@ -10,6 +10,9 @@ import { Agent, request } from "undici";
  * answer, fail on a non-2xx. Configured by env: BENCH_SYSTEM (graphile-worker | pg-boss | bullmq),
  * DATABASE_URL or REDIS_URL, BENCH_CONCURRENCY, BENCH_QUEUE, BENCH_REDIS_PREFIX. Prints "ready" once it
  * takes work; stops on SIGTERM.
+ *
+ * BENCH_SYSTEM=http-client is the ceiling with no queue at all: the same calls (BENCH_JOBS of them to
+ * BENCH_URL, keys http-client-0..n-1) with the same pool and concurrency, started on SIGUSR2.
  */
 
 const system = process.env.BENCH_SYSTEM ?? "";
@@ -88,8 +91,19 @@ async function main() {
       await worker.close(true);
       await connection.quit();
     };
+  } else if (system === "http-client") {
+    const jobs = Number(process.env.BENCH_JOBS ?? 0);
+    const url = process.env.BENCH_URL ?? "";
+    let next = 0;
+    const lane = async () => {
+      for (let i = next++; i < jobs; i = next++) await call({ url, key: `http-client-${i}` });
+    };
+    process.once("SIGUSR2", () => {
+      void Promise.all(Array.from({ length: concurrency }, lane)).catch((err: unknown) => process.stderr.write(`${String(err)}\n`));
+    });
+    stop = () => agent.close();
   } else {
-    throw new Error(`BENCH_SYSTEM must be graphile-worker, pg-boss or bullmq (got "${system}")`);
+    throw new Error(`BENCH_SYSTEM must be graphile-worker, pg-boss, bullmq or http-client (got "${system}")`);
   }
   process.stdout.write("ready\n");
   process.once("SIGTERM", () => {

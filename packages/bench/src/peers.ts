@@ -9,6 +9,8 @@ import PgBoss from "pg-boss";
 
 export const PEERS = ["graphile-worker", "pg-boss", "bullmq"] as const;
 export type Peer = (typeof PEERS)[number];
+/** The same HTTP calls with no queue at all: the physical ceiling for HTTP jobs on this machine. */
+export const CEILING = "http-client";
 
 // The built script, whether this module runs from dist/ (npm run bench) or from src/ (vitest).
 const workerScript = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../dist/peer-worker.js");
@@ -25,6 +27,34 @@ export interface PeerSystem {
   close(): Promise<void>;
 }
 
+/**
+ * The bare client: one process with the peers' undici pool and concurrency, calling the sink for each job
+ * as soon as `enqueue` signals it (SIGUSR2), with no store in between. `remaining` is always 0: the run is
+ * over when the sink has seen every key.
+ */
+export async function startBareClient(options: { jobs: number; url: string; concurrency: number }): Promise<Omit<PeerSystem, "name">> {
+  const proc = startProcess(process.execPath, [workerScript], {
+    env: { ...(process.env as Record<string, string>), BENCH_SYSTEM: CEILING, BENCH_CONCURRENCY: String(options.concurrency), BENCH_JOBS: String(options.jobs), BENCH_URL: options.url },
+  });
+  await waitReady(proc, CEILING);
+  return {
+    async enqueue() {
+      proc.child.kill("SIGUSR2");
+    },
+    remaining: async () => 0,
+    close: async () => void (await proc.stop(10_000)),
+  };
+}
+
+async function waitReady(proc: RunningProcess, name: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (!proc.output().includes("ready\n")) {
+    if (proc.child.exitCode !== null) throw new Error(`${name} worker exited: ${proc.output().slice(-800)}`);
+    if (Date.now() > deadline) throw new Error(`${name} worker not ready in 60 s: ${proc.output().slice(-800)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 export async function startPeer(name: Peer, options: { databaseUrl: string; redisUrl: string; concurrency: number }): Promise<PeerSystem> {
   const prefix = `bench-bull-${Math.random().toString(36).slice(2, 8)}`;
   const env = {
@@ -38,12 +68,7 @@ export async function startPeer(name: Peer, options: { databaseUrl: string; redi
   };
   const startWorker = async (): Promise<RunningProcess> => {
     const proc = startProcess(process.execPath, [workerScript], { env });
-    const deadline = Date.now() + 60_000;
-    while (!proc.output().includes("ready\n")) {
-      if (proc.child.exitCode !== null) throw new Error(`${name} worker exited: ${proc.output().slice(-800)}`);
-      if (Date.now() > deadline) throw new Error(`${name} worker not ready in 60 s: ${proc.output().slice(-800)}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await waitReady(proc, name);
     return proc;
   };
 

@@ -1,8 +1,19 @@
+import type { ApiIngestResult } from "./api-ingest.js";
+import { CEILING } from "./peers.js";
+import type { RecurrenceResult } from "./recurrence-scale.js";
 import type { BurnDownResult, CatchUpResult, FairnessResult, HistoryResult, PrecisionResult, ScaleResult } from "./scenarios.js";
 
+/**
+ * One target of issue #18 (or #10), as written to the report: `met` is null when its scenario did not run
+ * in this invocation (not run is not met). `value` is the figure judged, `limit` the bound it must
+ * satisfy in the direction `op` (value >= limit, or value <= limit); `measured` says it in words.
+ */
 export interface Target {
-  target: string;
-  met: boolean;
+  name: string;
+  met: boolean | null;
+  value: number | null;
+  limit: number;
+  op: ">=" | "<=";
   measured: string;
 }
 
@@ -17,59 +28,95 @@ export interface BenchReport {
     catchUp?: CatchUpResult;
     scale?: ScaleResult[];
     history?: HistoryResult[];
+    recurrence?: RecurrenceResult;
+    apiIngest?: ApiIngestResult;
   };
   targets?: Target[];
 }
 
 const ratio = (a: number, b: number) => (b > 0 ? Math.round((a / b) * 100) / 100 : 0);
 
-/** The targets of issue #9, each judged on this run's figures only. */
+/** A target judged on a figure, or not run when the figure is missing (its scenario did not run). */
+function target(name: string, op: Target["op"], limit: number, value: number | null | undefined, measured = ""): Target {
+  if (value === null || value === undefined || Number.isNaN(value)) return { name, met: null, value: null, limit, op, measured: "-" };
+  return { name, met: op === ">=" ? value >= limit : value <= limit, value, limit, op, measured: measured || String(value) };
+}
+
+/** The targets of issue #18 (and #10's history targets), each judged on this run's figures only. */
 export function judge(report: BenchReport): Target[] {
-  const targets: Target[] = [];
-  const { burnDown, precision, fairness, catchUp, scale, history } = report.scenarios;
-  if (burnDown) {
-    const rate = (s: string) => burnDown.find((r) => r.system === s)?.jobsPerSecond ?? 0;
-    const tick = rate("tick");
-    for (const peer of ["graphile-worker", "pg-boss"]) {
-      targets.push({ target: `throughput at least ${peer}'s`, met: tick >= rate(peer), measured: `${tick} vs ${rate(peer)} jobs/s (×${ratio(tick, rate(peer))})` });
-    }
-    targets.push({ target: "throughput at least half of plain BullMQ's", met: tick >= rate("bullmq") / 2, measured: `${tick} vs ${rate("bullmq")} jobs/s (×${ratio(tick, rate("bullmq"))})` });
-    const commits = burnDown.find((r) => r.system === "tick")?.cost.commitsPerJob ?? 0;
-    targets.push({ target: "at most 3 Postgres commits per job", met: commits <= 3, measured: `${commits} commits per job` });
-  }
-  const at500 = precision?.find((p) => p.ratePerSecond === 500);
-  if (at500) targets.push({ target: "p99 (start − due) under 100 ms at 500 jobs/s", met: at500.p99Ms < 100, measured: `p99 ${at500.p99Ms} ms` });
-  if (precision) {
-    const early = precision.reduce((a, p) => a + p.early, 0);
-    targets.push({ target: "no job starts before its due time", met: early === 0, measured: `${early} early starts` });
-  }
-  if (fairness) {
-    targets.push({ target: "quiet tenant's p99 under the burst within 1.5× its solo p99", met: fairness.quietRatio <= 1.5, measured: `${fairness.quietUnderBurstP99Ms} vs ${fairness.quietSoloP99Ms} ms (×${fairness.quietRatio})` });
-    targets.push({ target: "shares within 5 points of the weights", met: fairness.shareErrorPct <= 5, measured: `${fairness.shares.join(" / ")} for ${fairness.expectedShares.join(" / ")}` });
-  }
-  if (catchUp) targets.push({ target: "catch-up release never above the cap", met: catchUp.secondsAboveCap === 0, measured: `max ${catchUp.maxPerSecond}/s, cap ${catchUp.capPerSecond}/s` });
-  if (scale && scale.length >= 2) {
-    const small = scale[0]!;
-    const large = scale[scale.length - 1]!;
-    targets.push({
-      target: `claim latency at ${large.futureJobs.toLocaleString("en")} scheduled jobs within 1.5× of that at ${small.futureJobs.toLocaleString("en")}`,
-      met: large.claimP50Ms <= small.claimP50Ms * 1.5,
-      measured: `p50 ${large.claimP50Ms} vs ${small.claimP50Ms} ms (×${ratio(large.claimP50Ms, small.claimP50Ms)}), p99 ${large.claimP99Ms} vs ${small.claimP99Ms} ms`,
-    });
-  }
+  const { burnDown, precision, fairness, scale, history, recurrence, apiIngest } = report.scenarios;
+  const rate = (s: string) => burnDown?.find((r) => r.system === s)?.jobsPerSecond;
+  const tick = rate("tick");
+  const against = (peer: string) => (tick !== undefined && rate(peer) ? ratio(tick, rate(peer)!) : undefined);
+  const vs = (peer: string) => `${tick} vs ${rate(peer)} jobs/s (×${against(peer)})`;
+  const cost = burnDown?.find((r) => r.system === "tick")?.cost;
+  const at = (r: number) => precision?.find((p) => p.ratePerSecond === r);
+  const early = precision?.reduce((a, p) => a + p.early, 0);
+  const small = scale?.[0];
+  const large = scale && scale.length >= 2 ? scale[scale.length - 1] : undefined;
+  const claimRatio = small && large ? ratio(large.claimP50Ms, small.claimP50Ms) : undefined;
+  const first = recurrence?.rounds[0];
+  const wrong = recurrence ? recurrence.missing + recurrence.duplicate + recurrence.extra : undefined;
+  const batch = apiIngest?.runs.find((r) => r.endpoint === "batch" && r.concurrency === 1);
+  const paced = apiIngest?.runs.find((r) => r.endpoint === "single" && r.ratePerSecond === 200);
+  const targets: Target[] = [
+    target("burn-down at least pg-boss's (ratio)", ">=", 1, against("pg-boss"), vs("pg-boss")),
+    target("burn-down at least half of graphile-worker's (ratio)", ">=", 0.5, against("graphile-worker"), vs("graphile-worker")),
+    target("(stretch) burn-down at least graphile-worker's (ratio)", ">=", 1, against("graphile-worker"), vs("graphile-worker")),
+    target("Postgres commits per job", "<=", 0.3, cost?.commitsPerJob),
+    target("WAL bytes per job", "<=", 3_000, cost?.walBytesPerJob),
+    target("Redis commands per job", "<=", 12, cost?.redisCommandsPerJob),
+    target("p99 start − due at 500 jobs/s (ms)", "<=", 50, at(500)?.p99Ms),
+    target("p50 start − due at 100 jobs/s (ms)", "<=", 25, at(100)?.p50Ms),
+    target("jobs started before their due time", "<=", 0, early),
+    target("quiet tenant's p99 under the burst / its solo p99", "<=", 1.5, fairness?.quietRatio, fairness && `${fairness.quietUnderBurstP99Ms} vs ${fairness.quietSoloP99Ms} ms (×${fairness.quietRatio})`),
+    target("shares off the weights (points)", "<=", 5, fairness?.shareErrorPct, fairness && `${fairness.shares.join(" / ")} for ${fairness.expectedShares.join(" / ")}`),
+    target(
+      `recurrence: occurrences materialised per second (${recurrence?.schedules.toLocaleString("en") ?? "100,000"} schedules)`,
+      ">=",
+      5_000,
+      first?.perSecond,
+      first && `${first.created.toLocaleString("en")} occurrences in ${first.seconds} s`,
+    ),
+    target("recurrence: missed, duplicate or extra occurrences", "<=", 0, wrong, recurrence && `${recurrence.missing} missed, ${recurrence.duplicate} duplicate, ${recurrence.extra} extra`),
+    target(
+      "batch ingest (POST /jobs/batch, 1 at a time) / bare insert rate",
+      ">=",
+      0.5,
+      batch && apiIngest ? ratio(batch.jobsPerSecond, apiIngest.bareInsert.jobsPerSecond) : undefined,
+      batch && apiIngest && `${batch.jobsPerSecond} vs ${apiIngest.bareInsert.jobsPerSecond} jobs/s`,
+    ),
+    target("single-create p99 at 200 requests/s (ms)", "<=", 50, paced?.p99Ms),
+    target("admission fail-opens with Redis up", "<=", 0, apiIngest?.failOpens, apiIngest && `${apiIngest.failOpens} responses without RateLimit headers, ${apiIngest.failOpenLogLines} 'failing open' log lines`),
+    target(
+      `claim p50 at ${large?.futureJobs.toLocaleString("en") ?? "1,000,000"} / at ${small?.futureJobs.toLocaleString("en") ?? "10,000"} scheduled jobs (flat)`,
+      "<=",
+      1.5,
+      claimRatio,
+      small && large && `p50 ${large.claimP50Ms} vs ${small.claimP50Ms} ms, p99 ${large.claimP99Ms} vs ${small.claimP99Ms} ms`,
+    ),
+    target(`scheduler RSS at a ${large?.futureJobs.toLocaleString("en") ?? "1,000,000"} backlog (MB)`, "<=", 200, large?.schedulerRssMb),
+  ];
   if (history && history.length >= 2) {
     const empty = history[0]!;
     const full = history[history.length - 1]!;
-    targets.push({
-      target: `(#10) claim plan and latency with ${full.historyJobs.toLocaleString("en")} history jobs unchanged against ${empty.historyJobs.toLocaleString("en")}`,
-      met: full.plan === empty.plan && full.claimP50Ms <= empty.claimP50Ms * 1.5,
-      measured: `plan ${full.plan === empty.plan ? "identical" : "DIFFERENT"}; p50 ${full.claimP50Ms} vs ${empty.claimP50Ms} ms (×${ratio(full.claimP50Ms, empty.claimP50Ms)}), p99 ${full.claimP99Ms} vs ${empty.claimP99Ms} ms`,
-    });
-    targets.push({
-      target: "(#10) dispatch keeps its rate while retention deletes expired history",
-      met: full.historyDeletedDuringBurnDown > 0 && full.burnDownJobsPerSecond >= empty.burnDownJobsPerSecond * 0.8,
-      measured: `${full.burnDownJobsPerSecond} vs ${empty.burnDownJobsPerSecond} jobs/s (×${ratio(full.burnDownJobsPerSecond, empty.burnDownJobsPerSecond)}) while ${full.historyDeletedDuringBurnDown.toLocaleString("en")} history jobs were deleted`,
-    });
+    targets.push(
+      target(
+        `(#10) claim p50 with ${full.historyJobs.toLocaleString("en")} history jobs / with ${empty.historyJobs.toLocaleString("en")}, plan unchanged`,
+        "<=",
+        1.5,
+        // A changed plan fails the target whatever the latency.
+        full.plan === empty.plan ? ratio(full.claimP50Ms, empty.claimP50Ms) : Number.POSITIVE_INFINITY,
+        `plan ${full.plan === empty.plan ? "identical" : "DIFFERENT"}; p50 ${full.claimP50Ms} vs ${empty.claimP50Ms} ms, p99 ${full.claimP99Ms} vs ${empty.claimP99Ms} ms`,
+      ),
+      target(
+        "(#10) burn-down while retention deletes history / without history",
+        ">=",
+        0.8,
+        full.historyDeletedDuringBurnDown > 0 ? ratio(full.burnDownJobsPerSecond, empty.burnDownJobsPerSecond) : 0,
+        `${full.burnDownJobsPerSecond} vs ${empty.burnDownJobsPerSecond} jobs/s while ${full.historyDeletedDuringBurnDown.toLocaleString("en")} history jobs were deleted`,
+      ),
+    );
   }
   return targets;
 }
@@ -83,14 +130,25 @@ function table(head: string[], rows: (string | number)[][]): string {
 
 export function renderTables(report: BenchReport): string {
   const out: string[] = [];
-  const { burnDown, precision, fairness, catchUp, scale, history } = report.scenarios;
+  const { burnDown, precision, fairness, catchUp, scale, history, recurrence, apiIngest } = report.scenarios;
   if (burnDown) {
     const tick = burnDown.find((r) => r.system === "tick")?.jobsPerSecond ?? 0;
+    const ceiling = burnDown.find((r) => r.system === CEILING)?.jobsPerSecond ?? 0;
     out.push(
-      "Burn-down: each job POSTs to a local sink (same undici client, same concurrency), created → completed",
+      `Burn-down: each job POSTs to a local sink (same undici client, same concurrency), created → completed; ${CEILING}: the same calls with no queue`,
       table(
-        ["system", "jobs", "seconds", "jobs/s", "tick / system", "commits/job", "WAL bytes/job", "Redis cmds/job"],
-        burnDown.map((r) => [r.system, r.jobs, r.seconds, r.jobsPerSecond, r.system === "tick" ? "-" : ratio(tick, r.jobsPerSecond), r.cost.commitsPerJob, r.cost.walBytesPerJob, r.cost.redisCommandsPerJob]),
+        ["system", "jobs", "seconds", "jobs/s", `system / ${CEILING}`, "tick / system", "commits/job", "WAL bytes/job", "Redis cmds/job"],
+        burnDown.map((r) => [
+          r.system,
+          r.jobs,
+          r.seconds,
+          r.jobsPerSecond,
+          ceiling ? ratio(r.jobsPerSecond, ceiling) : "-",
+          r.system === "tick" || r.system === CEILING ? "-" : ratio(tick, r.jobsPerSecond),
+          r.cost.commitsPerJob,
+          r.cost.walBytesPerJob,
+          r.cost.redisCommandsPerJob,
+        ]),
       ),
     );
   }
@@ -123,8 +181,44 @@ export function renderTables(report: BenchReport): string {
       ),
     );
   }
+  if (recurrence) {
+    out.push(
+      "",
+      `Recurrence: ${recurrence.schedules.toLocaleString("en")} schedules (every minute, hourly, daily; ${recurrence.zones} zones), occurrences turned into jobs`,
+      table(
+        ["due at", "occurrences due", "jobs created", "seconds", "per second", "created after due"],
+        recurrence.rounds.map((r) => [r.dueAt, r.due, r.created, r.seconds, r.perSecond, r.lateJobs]),
+      ),
+      `missed ${recurrence.missing}, duplicate ${recurrence.duplicate}, extra ${recurrence.extra}`,
+    );
+  }
+  if (apiIngest) {
+    out.push(
+      "",
+      `API ingest through the console (bare SQL insert of the same rows: ${apiIngest.bareInsert.jobsPerSecond} jobs/s)`,
+      table(
+        ["endpoint", "load", "requests", "jobs accepted", "jobs/s", "p50 ms", "p99 ms", "errors", "fail-opens"],
+        apiIngest.runs.map((r) => [
+          r.endpoint === "batch" ? `POST /jobs/batch (${r.batchSize})` : "POST /jobs",
+          r.ratePerSecond ? `${r.ratePerSecond} req/s` : `${r.concurrency} concurrent`,
+          r.requests,
+          r.accepted,
+          r.jobsPerSecond,
+          r.p50Ms,
+          r.p99Ms,
+          r.errors,
+          r.failOpens,
+        ]),
+      ),
+    );
+  }
   if (report.targets?.length) {
-    out.push("", "Targets (issues #9 and #10)", table(["target", "met", "measured"], report.targets.map((t) => [t.target, t.met ? "yes" : "NO", t.measured])));
+    const verdict = (t: Target) => (t.met === null ? "not run" : t.met ? "met" : "NOT MET");
+    out.push(
+      "",
+      "Targets (issue #18; #10's history)",
+      table(["target", "", "limit", "result", "measured"], report.targets.map((t) => [t.name, t.op, t.limit, verdict(t), t.measured])),
+    );
   }
   return out.join("\n");
 }

@@ -4,7 +4,7 @@ import { testRedisUrl } from "@tick/testing";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { costPerJob, round, snapshotCost, type CostPerJob } from "./cost.js";
-import { PEERS, startPeer, type Peer } from "./peers.js";
+import { CEILING, PEERS, startBareClient, startPeer, type Peer } from "./peers.js";
 import type { BenchSink } from "./sink.js";
 import { liveJobs, startTickCluster, type TickCluster, type TickTenant } from "./tick.js";
 
@@ -23,7 +23,7 @@ export const percentile = (values: number[], p: number) => {
 };
 
 /** Polls until `done` or the deadline; logs progress every few seconds so a long wait shows it is moving. */
-async function until(ctx: Context, what: string, done: () => Promise<{ ok: boolean; progress: string }>, timeoutMs: number): Promise<void> {
+export async function until(ctx: Context, what: string, done: () => Promise<{ ok: boolean; progress: string }>, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let lastLog = Date.now();
   for (;;) {
@@ -38,7 +38,7 @@ async function until(ctx: Context, what: string, done: () => Promise<{ ok: boole
   }
 }
 
-async function withTick<T>(fn: (cluster: TickCluster, databaseUrl: string, redis: Redis) => Promise<T>, env: Record<string, string> = {}): Promise<T> {
+export async function withTick<T>(fn: (cluster: TickCluster, databaseUrl: string, redis: Redis) => Promise<T>, env: Record<string, string> = {}): Promise<T> {
   const db = await createTestDatabase(testServerUrl());
   const redis = new Redis(testRedisUrl());
   const cluster = await startTickCluster({ databaseUrl: db.url, redisUrl: testRedisUrl(), env });
@@ -54,22 +54,27 @@ async function withTick<T>(fn: (cluster: TickCluster, databaseUrl: string, redis
 // ---------------------------------------------------------------------------------------------
 // 1 + 6. Burn-down throughput and cost per job, Tick and the peers, one after the other in one run.
 
+export type BurnDownSystem = "tick" | Peer | typeof CEILING;
+
 export interface BurnDownResult {
-  system: "tick" | Peer;
+  system: BurnDownSystem;
   jobs: number;
   seconds: number;
   jobsPerSecond: number;
   cost: CostPerJob;
 }
 
-export async function burnDown(ctx: Context, n: number, concurrency: number, systems: ("tick" | Peer)[] = ["tick", ...PEERS]): Promise<BurnDownResult[]> {
+const NO_COST: CostPerJob = { commitsPerJob: 0, walBytesPerJob: 0, redisCommandsPerJob: 0 };
+
+export async function burnDown(ctx: Context, n: number, concurrency: number, systems: BurnDownSystem[] = [CEILING, "tick", ...PEERS]): Promise<BurnDownResult[]> {
   const results: BurnDownResult[] = [];
   for (const system of systems) {
     ctx.log(`burn-down: ${system}, ${n} jobs, ${concurrency} concurrent calls`);
     ctx.sink.reset();
     const keys = Array.from({ length: n }, (_, i) => ({ key: `${system}-${i}`, url: ctx.sink.url }));
-    const measure = async (databaseUrl: string, redis: Redis | null, enqueue: () => Promise<void>, remaining: () => Promise<number>) => {
-      const before = await snapshotCost(databaseUrl, redis);
+    // databaseUrl null: no store at all (the bare client), so no cost to read.
+    const measure = async (databaseUrl: string | null, redis: Redis | null, enqueue: () => Promise<void>, remaining: () => Promise<number>) => {
+      const before = databaseUrl ? await snapshotCost(databaseUrl, redis) : null;
       const started = performance.now();
       await enqueue();
       await until(ctx, system, async () => {
@@ -77,12 +82,19 @@ export async function burnDown(ctx: Context, n: number, concurrency: number, sys
         return { ok: left === 0 && ctx.sink.distinct() >= n, progress: `${ctx.sink.distinct()} of ${n} delivered, ${left} not finished` };
       }, 600_000);
       const seconds = (performance.now() - started) / 1000;
-      const after = await snapshotCost(databaseUrl, redis);
-      const result: BurnDownResult = { system, jobs: n, seconds: round(seconds), jobsPerSecond: Math.round(n / seconds), cost: await costPerJob(databaseUrl, before, after, n) };
+      const cost = databaseUrl && before ? await costPerJob(databaseUrl, before, await snapshotCost(databaseUrl, redis), n) : NO_COST;
+      const result: BurnDownResult = { system, jobs: n, seconds: round(seconds), jobsPerSecond: Math.round(n / seconds), cost };
       ctx.log(`  ${system}: ${result.jobsPerSecond} jobs/s (${result.seconds} s)`);
       results.push(result);
     };
-    if (system === "tick") {
+    if (system === CEILING) {
+      const client = await startBareClient({ jobs: n, url: ctx.sink.url, concurrency });
+      try {
+        await measure(null, null, () => client.enqueue(keys), () => client.remaining());
+      } finally {
+        await client.close();
+      }
+    } else if (system === "tick") {
       await withTick(
         async (cluster, databaseUrl, redis) => {
           await cluster.startScheduler();
@@ -132,7 +144,7 @@ async function lagsOf(pool: pg.Pool, tenantId: string): Promise<number[]> {
   return rows.map((r) => Number(r.lag));
 }
 
-async function databaseNow(pool: pg.Pool): Promise<number> {
+export async function databaseNow(pool: pg.Pool): Promise<number> {
   return (await pool.query<{ now: Date }>(`SELECT now()`)).rows[0]!.now.getTime();
 }
 

@@ -1,0 +1,158 @@
+import { round } from "./cost.js";
+import { databaseNow, until, withTick, type Context } from "./scenarios.js";
+import type { TickTenant } from "./tick.js";
+
+/** Twenty zones: whole, half and three-quarter hour offsets, both hemispheres' summer time rules. */
+export const ZONES = [
+  "UTC",
+  "Europe/London",
+  "Europe/Paris",
+  "Europe/Helsinki",
+  "Europe/Moscow",
+  "Africa/Johannesburg",
+  "Asia/Dubai",
+  "Asia/Kolkata",
+  "Asia/Kathmandu",
+  "Asia/Shanghai",
+  "Asia/Tokyo",
+  "Australia/Adelaide",
+  "Australia/Sydney",
+  "Pacific/Auckland",
+  "Pacific/Honolulu",
+  "America/Sao_Paulo",
+  "America/New_York",
+  "America/Chicago",
+  "America/Denver",
+  "America/Los_Angeles",
+] as const;
+const KINDS = ["minute", "hourly", "daily"] as const;
+/** The scheduler's lookahead, set here so the window below knows when occurrences became due for it. */
+const LOOKAHEAD_MS = 2_000;
+
+export interface RecurrenceRound {
+  /** Offset of the occurrence instant from the first one ("T", "T+60s"). */
+  dueAt: string;
+  /** Schedules with an occurrence at that instant. */
+  due: number;
+  /** Jobs created for that instant. */
+  created: number;
+  /** From the moment the scheduler could take them (due − lookahead) to the last one taken (database clock). */
+  seconds: number;
+  perSecond: number;
+  /** Occurrence jobs created after their own due time. */
+  lateJobs: number;
+}
+
+export interface RecurrenceResult {
+  schedules: number;
+  zones: number;
+  rounds: RecurrenceRound[];
+  /** Over both instants: expected occurrences with no job, occurrences with more than one, jobs for no expected occurrence. */
+  missing: number;
+  duplicate: number;
+  extra: number;
+}
+
+/** Local second, minute and hour of `at` in `zone`. */
+function localTime(at: Date, zone: string): { s: number; m: number; h: number } {
+  const parts = new Intl.DateTimeFormat("en-GB", { timeZone: zone, hour: "numeric", minute: "numeric", second: "numeric", hourCycle: "h23" }).formatToParts(at);
+  const part = (type: string) => Number(parts.find((p) => p.type === type)!.value);
+  return { s: part("second"), m: part("minute"), h: part("hour") };
+}
+
+/** Six-field crons (seconds first) that all fire at `at`: every minute, hourly and daily, in `zone`'s local time. */
+export function cronsFiringAt(at: Date, zone: string): Record<(typeof KINDS)[number], string> {
+  const { s, m, h } = localTime(at, zone);
+  return { minute: `${s} * * * * *`, hourly: `${s} ${m} * * * *`, daily: `${s} ${m} ${h} * * *` };
+}
+
+/**
+ * Recurrence at scale: `n` schedules (a third every minute, a third hourly, a third daily, spread over 20
+ * zones and 100 tenants) inserted with SQL, all with an occurrence at one instant T a few seconds ahead,
+ * and one scheduler (no worker). Measured: how fast the scheduler turns the T burst into jobs, then the
+ * every-minute schedules' burst at T+60s; then every expected occurrence of both instants has exactly one
+ * job, and no job exists for an occurrence that was not due.
+ */
+export async function recurrenceScale(ctx: Context, n: number): Promise<RecurrenceResult> {
+  return withTick(
+    async (cluster) => {
+      const tenants: TickTenant[] = [];
+      for (let i = 0; i < 100; i++) tenants.push(await cluster.createTenant({ maxInFlight: 1_000 }));
+      await cluster.startScheduler();
+      // T: far enough ahead that the insert commits before the scheduler may take the occurrences.
+      const t = new Date(Math.ceil(((await databaseNow(cluster.pool)) + 4_000 + n / 25) / 1000) * 1000);
+      const combos = ZONES.flatMap((zone) => KINDS.map((kind) => ({ zone, kind, cron: cronsFiringAt(t, zone)[kind] })));
+      ctx.log(`recurrence: ${n.toLocaleString("en")} schedules (${KINDS.join(", ")}; ${ZONES.length} zones; 100 tenants), all firing at ${t.toISOString()}`);
+      const template = { target: { method: "POST", url: ctx.sink.url, headers: {}, body: "{}" } };
+      await cluster.pool.query(
+        `INSERT INTO schedules (id, tenant_id, queue_id, shard, name, cron, timezone, job_template, next_fire_at, updated_at)
+         SELECT gen_random_uuid(), t.id, t.queue_id, t.shard, k.kind || '-' || g, k.cron, k.zone, $7::jsonb, $8, now()
+           FROM generate_series(0, $9::int - 1) g
+           JOIN unnest($1::uuid[], $2::uuid[], $3::int[]) WITH ORDINALITY AS t(id, queue_id, shard, i) ON t.i = 1 + g % 100
+           JOIN unnest($4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS k(kind, zone, cron, i) ON k.i = 1 + (g / 100) % $10::int`,
+        [
+          tenants.map((x) => x.id),
+          tenants.map((x) => x.queueId),
+          tenants.map((x) => x.shard),
+          combos.map((c) => c.kind),
+          combos.map((c) => c.zone),
+          combos.map((c) => c.cron),
+          JSON.stringify(template),
+          t,
+          n,
+          combos.length,
+        ],
+      );
+      const committed = await databaseNow(cluster.pool);
+      if (committed > t.getTime() - LOOKAHEAD_MS) ctx.log(`  the insert committed ${committed - (t.getTime() - LOOKAHEAD_MS)} ms after the occurrences became due for the scheduler`);
+      const minuteSchedules = (await cluster.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM schedules WHERE name LIKE 'minute-%'`)).rows[0]!.n;
+
+      const round_ = async (label: string, dueAt: Date, due: number, from: number): Promise<RecurrenceRound> => {
+        let doneAt = 0;
+        await until(
+          ctx,
+          `recurrence ${label}`,
+          async () => {
+            // Taken = advanced past the instant (whether it made a job or the misfire policy skipped it).
+            const { rows } = await cluster.pool.query<{ now: Date; pending: number }>(
+              `SELECT now() AS now, count(*)::int AS pending FROM schedules WHERE NOT paused AND next_fire_at <= $1`,
+              [dueAt],
+            );
+            doneAt = rows[0]!.now.getTime();
+            return { ok: rows[0]!.pending === 0, progress: `${rows[0]!.pending} schedules not yet taken for ${label}` };
+          },
+          Math.max(0, dueAt.getTime() - Date.now()) + 600_000,
+        );
+        const { rows } = await cluster.pool.query<{ created: number; late: number }>(
+          `SELECT count(*)::int AS created, count(*) FILTER (WHERE created_at > due_at)::int AS late FROM history.jobs_all WHERE occurrence_at = $1`,
+          [dueAt],
+        );
+        const seconds = (doneAt - from) / 1000;
+        const r: RecurrenceRound = { dueAt: label, due, created: rows[0]!.created, seconds: round(seconds), perSecond: Math.round(rows[0]!.created / seconds), lateJobs: rows[0]!.late };
+        ctx.log(`  ${label}: ${r.created.toLocaleString("en")} of ${due.toLocaleString("en")} occurrences in ${r.seconds} s (${r.perSecond}/s), ${r.lateJobs} created after due`);
+        return r;
+      };
+      const first = await round_("T", t, n, Math.max(committed, t.getTime() - LOOKAHEAD_MS));
+      const next = new Date(t.getTime() + 60_000);
+      const second = await round_("T+60s", next, minuteSchedules, next.getTime() - LOOKAHEAD_MS);
+
+      const { rows } = await cluster.pool.query<{ missing: number; duplicate: number; extra: number }>(
+        `WITH expected AS (
+           SELECT id, $1::timestamptz AS at FROM schedules
+           UNION ALL SELECT id, $2::timestamptz FROM schedules WHERE name LIKE 'minute-%'
+         ), got AS (
+           SELECT schedule_id AS id, occurrence_at AS at, count(*)::int AS n FROM history.jobs_all
+            WHERE schedule_id IS NOT NULL AND occurrence_at <= $2 GROUP BY 1, 2
+         )
+         SELECT (SELECT count(*)::int FROM expected e LEFT JOIN got g USING (id, at) WHERE g.id IS NULL) AS missing,
+                (SELECT count(*)::int FROM got WHERE n > 1) AS duplicate,
+                (SELECT count(*)::int FROM got g LEFT JOIN expected e USING (id, at) WHERE e.id IS NULL) AS extra`,
+        [t, next],
+      );
+      const check = rows[0]!;
+      ctx.log(`  missed ${check.missing}, duplicate ${check.duplicate}, extra ${check.extra}`);
+      return { schedules: n, zones: ZONES.length, rounds: [first, second], ...check };
+    },
+    { SCHEDULER_RECURRENCE_LOOKAHEAD: `${LOOKAHEAD_MS}ms` },
+  );
+}
