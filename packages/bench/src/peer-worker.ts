@@ -98,10 +98,15 @@ async function main() {
     const lane = async () => {
       for (let i = next++; i < jobs; i = next++) await call({ url, key: `http-client-${i}` });
     };
+    // Nothing else holds the event loop open until the signal comes (no store connection, as the peers have).
+    const idle = setInterval(() => {}, 60_000);
     process.once("SIGUSR2", () => {
       void Promise.all(Array.from({ length: concurrency }, lane)).catch((err: unknown) => process.stderr.write(`${String(err)}\n`));
     });
-    stop = () => agent.close();
+    stop = async () => {
+      clearInterval(idle);
+      await agent.close();
+    };
   } else {
     throw new Error(`BENCH_SYSTEM must be graphile-worker, pg-boss, bullmq or http-client (got "${system}")`);
   }
