@@ -41,6 +41,8 @@ export interface RecurrenceRound {
   perSecond: number;
   /** Occurrence jobs created after their own due time. */
   lateJobs: number;
+  /** Schedules still not taken for this instant when the time budget ran out (0 when the burst got through). */
+  notTaken: number;
 }
 
 export interface RecurrenceResult {
@@ -114,6 +116,7 @@ export async function recurrenceScale(ctx: Context, n: number): Promise<Recurren
        */
       const round_ = async (label: string, dueAt: Date, due: number, from: number, budgetMs: number): Promise<{ round: RecurrenceRound; doneAt: number }> => {
         let doneAt = 0;
+        let pending = 0;
         let lastLog = Date.now();
         for (;;) {
           const { rows } = await cluster.pool.query<{ now: Date; pending: number }>(
@@ -121,7 +124,8 @@ export async function recurrenceScale(ctx: Context, n: number): Promise<Recurren
             [dueAt],
           );
           doneAt = rows[0]!.now.getTime();
-          if (rows[0]!.pending === 0) break;
+          pending = rows[0]!.pending;
+          if (pending === 0) break;
           if (doneAt > from + budgetMs) {
             ctx.log(`  ${label}: ${rows[0]!.pending} schedules still not taken ${budgetMs / 1000} s after they were due; stopped waiting`);
             break;
@@ -137,7 +141,7 @@ export async function recurrenceScale(ctx: Context, n: number): Promise<Recurren
           [dueAt],
         );
         const seconds = Math.max(0.001, (doneAt - from) / 1000);
-        const r: RecurrenceRound = { dueAt: label, due, created: rows[0]!.created, seconds: round(seconds), perSecond: Math.round(rows[0]!.created / seconds), lateJobs: rows[0]!.late };
+        const r: RecurrenceRound = { dueAt: label, due, created: rows[0]!.created, seconds: round(seconds), perSecond: Math.round(rows[0]!.created / seconds), lateJobs: rows[0]!.late, notTaken: pending };
         ctx.log(`  ${label}: ${r.created.toLocaleString("en")} of ${due.toLocaleString("en")} occurrences in ${r.seconds} s (${r.perSecond}/s), ${r.lateJobs} created after due`);
         return { round: r, doneAt };
       };

@@ -186,8 +186,8 @@ export function renderTables(report: BenchReport): string {
       "",
       `Recurrence: ${recurrence.schedules.toLocaleString("en")} schedules (every minute, hourly, daily; ${recurrence.zones} zones), occurrences turned into jobs`,
       table(
-        ["due at", "occurrences due", "jobs created", "seconds", "per second", "created after due"],
-        recurrence.rounds.map((r) => [r.dueAt, r.due, r.created, r.seconds, r.perSecond, r.lateJobs]),
+        ["due at", "occurrences due", "jobs created", "seconds", "per second", "created after due", "not taken in time"],
+        recurrence.rounds.map((r) => [r.dueAt, r.due, r.created, r.seconds, r.perSecond, r.lateJobs, r.notTaken]),
       ),
       `missed ${recurrence.missing}, duplicate ${recurrence.duplicate}, extra ${recurrence.extra}`,
     );
