@@ -52,6 +52,7 @@ const op = (key: string, kind: OpKind, jobId: string | null, cancel: Op["cancel"
   cancel,
   ...(cancelAttemptsStarted === undefined ? {} : { cancelAttemptsStarted }),
 });
+const phaseRun = (name: string, faultMs: number | null = 0) => ({ name, scenarios: "-", faults: 0, startedAt: 0, endedAt: 1, faultMs });
 const delivery = (key: string, attemptId: string, status = 200): Delivery => ({ key, attemptId, fencingToken: 1, path: "/ok", at: Date.now(), status });
 
 describe("checkInvariants", () => {
@@ -96,7 +97,7 @@ describe("checkInvariants", () => {
       op("behind", "ok", behind.id),
       op("missing", "ok", crypto.randomUUID()),
     ];
-    const verdict = await checkInvariants({ pool, sink, ops, phases: [{ name: "p", scenarios: "-", faults: 0 }], quietLagBoundMs: 5_000 });
+    const verdict = await checkInvariants({ pool, sink, ops, phases: [phaseRun("p")], quietLagBoundMs: 5_000, leaseTtlMs: 3_000, startLagSlackMs: 4_000, heldDependencies: [] });
     const text = verdict.violations.join("\n");
     expect(text).not.toContain("good");
     expect(text).toContain("stuck (ok");
@@ -112,5 +113,33 @@ describe("checkInvariants", () => {
     expect(verdict.rows[0]).toMatchObject({ jobs: 10, rawDuplicateDeliveries: 2 }); // good once, dup once
     expect(verdict.rows[0]!.lost).toBeGreaterThanOrEqual(4);
     expect(verdict.rows[0]!.duplicateEffects).toBe(2);
+  });
+
+  it("holds every tenant's start lag in a single-fault phase to fault + 2 lease TTLs + slack", async () => {
+    // Started 20 s after it was created (due at once): over 1 s + 2 × 3 s + 4 s.
+    const late = await job("late", "succeeded", [{ status: "succeeded", token: 1 }]);
+    // A retry due when its predecessor failed plus the policy's largest backoff (1 s): 0.5 s late.
+    const retry = await job("retry", "succeeded", [{ status: "failed", token: 1 }, { status: "succeeded", token: 2 }]);
+    // Late too, but its dependency's breaker may have held it at the claim: not judged.
+    const held = await job("held", "succeeded", [{ status: "succeeded", token: 1 }]);
+    await pool.query(`UPDATE jobs SET created_at = now() - interval '20 seconds', backoff = '{"strategy":"fixed","baseMs":1000,"maxMs":1000,"jitter":"none"}' WHERE id = ANY($1::uuid[])`, [[late.id, retry.id, held.id]]);
+    await pool.query(`UPDATE jobs SET dependency_key = 'down' WHERE id = $1`, [held.id]);
+    await pool.query(`UPDATE attempts SET started_at = now() WHERE id = ANY($1::uuid[])`, [[late.attemptIds[0], held.attemptIds[0], retry.attemptIds[1]]]);
+    await pool.query(`UPDATE attempts SET started_at = now() - interval '19 seconds', finished_at = now() - interval '1.5 seconds' WHERE id = $1`, [retry.attemptIds[0]]);
+    const window = { startedAt: Date.now() - 60_000, endedAt: Date.now() + 5_000 };
+    const sink = { deliveries: [], effects: new Map(), webhooks: [] } as unknown as ChaosSink;
+    const args = { pool, sink, ops: [], quietLagBoundMs: 5_000, leaseTtlMs: 3_000, startLagSlackMs: 4_000, heldDependencies: ["down"] };
+
+    const judged = await checkInvariants({ ...args, phases: [{ ...phaseRun("cut", 1_000), ...window }] });
+    const row = judged.rows.find((r) => r.phase === "cut")!;
+    expect(row.startLagBoundMs).toBe(11_000);
+    expect(row.maxStartLagMs).toBeGreaterThanOrEqual(19_000);
+    expect(row.startLagSlowest).toContain(late.id);
+    expect(judged.violations.filter((v) => v.includes("after it was due"))).toHaveLength(1);
+    expect(judged.violations.join("\n")).not.toContain(held.id);
+
+    const notJudged = await checkInvariants({ ...args, phases: [{ ...phaseRun("burst", null), ...window }] });
+    expect(notJudged.violations.filter((v) => v.includes("after it was due"))).toHaveLength(0);
+    expect(notJudged.rows.find((r) => r.phase === "burst")!.maxStartLagMs).toBeGreaterThanOrEqual(19_000);
   });
 });

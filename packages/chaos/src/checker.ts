@@ -1,5 +1,6 @@
 import type pg from "pg";
 import type { ChaosSink } from "./sink.js";
+import { measureStartLags } from "./start-lag.js";
 import type { Op } from "./workload.js";
 
 export interface PhaseRow {
@@ -15,6 +16,22 @@ export interface PhaseRow {
   quietP99LagMs: number | null;
   /** Where the time went for the quiet tenant's slowest job of the phase (to tell a stall from a slow API). */
   quietSlowest?: string;
+  /** Every tenant's worst start lag (attempt start − due, see start-lag.ts) among attempts due in the phase. */
+  maxStartLagMs: number | null;
+  /** What a single-fault phase's max start lag is held to (fault + 2 lease TTLs + slack); null: not judged. */
+  startLagBoundMs: number | null;
+  /** The attempt behind maxStartLagMs. */
+  startLagSlowest?: string;
+}
+
+/** A phase as run: its host-clock window, and how long its fault lasted (null: not one fault, not judged). */
+export interface PhaseRun {
+  name: string;
+  scenarios: string;
+  faults: number;
+  startedAt: number;
+  endedAt: number;
+  faultMs: number | null;
 }
 
 export interface Verdict {
@@ -67,8 +84,13 @@ export async function checkInvariants(args: {
   pool: pg.Pool;
   sink: ChaosSink;
   ops: Op[];
-  phases: { name: string; scenarios: string; faults: number }[];
+  phases: PhaseRun[];
   quietLagBoundMs: number;
+  /** The start-lag bound of a single-fault phase: faultMs + 2 × leaseTtlMs + startLagSlackMs. */
+  leaseTtlMs: number;
+  startLagSlackMs: number;
+  /** Dependencies the run takes down: their breaker holds jobs at the claim, so their lag is not judged. */
+  heldDependencies: string[];
   /** The DST transition the injected database clock crossed (S14), if the run had one. */
   dstTransition?: { at: Date; zone: string; scheduleEverySeconds: number } | null;
 }): Promise<Verdict> {
@@ -92,7 +114,7 @@ export async function checkInvariants(args: {
   const rawDuplicates = (key: string) => Math.max(0, (deliveriesByKey.get(key) ?? []).filter((d) => d.status === 200).length - 1);
 
   const rows = new Map<string, PhaseRow>(
-    args.phases.map((p) => [p.name, { phase: p.name, scenarios: p.scenarios, faults: p.faults, jobs: 0, lost: 0, duplicateEffects: 0, rawDuplicateDeliveries: 0, quietMaxLagMs: null, quietP99LagMs: null }]),
+    args.phases.map((p) => [p.name, { phase: p.name, scenarios: p.scenarios, faults: p.faults, jobs: 0, lost: 0, duplicateEffects: 0, rawDuplicateDeliveries: 0, quietMaxLagMs: null, quietP99LagMs: null, maxStartLagMs: null, startLagBoundMs: p.faultMs === null ? null : p.faultMs + 2 * args.leaseTtlMs + args.startLagSlackMs }]),
   );
   const quietLags = new Map<string, number[]>();
   const quietSlowest = new Map<string, { op: Op; lag: number }>();
@@ -170,6 +192,23 @@ export async function checkInvariants(args: {
     const slowest = quietSlowest.get(phase);
     if (slowest) row.quietSlowest = await explainLag(pool, slowest.op, slowest.lag, deliveriesByKey.get(slowest.op.key)![0]!.at);
   }
+  // Recovery (issue #18): after one fault, whatever fell due during the phase starts within the fault's
+  // duration plus two lease TTLs (one for a dead holder's lease to lapse, one for its successor) + slack.
+  const delayOf = new Map(ops.filter((o) => o.jobId && o.delayMs !== undefined).map((o) => [o.jobId!, o.delayMs!]));
+  const worst = new Map<string, { lagMs: number; jobId: string; attempt: number }>();
+  for (const l of await measureStartLags({ pool, delayOf, heldDependencies: args.heldDependencies })) {
+    const phase = args.phases.find((p) => l.dueAtHostMs >= p.startedAt && l.dueAtHostMs < p.endedAt);
+    if (phase && l.lagMs > (worst.get(phase.name)?.lagMs ?? -1)) worst.set(phase.name, l);
+  }
+  for (const [name, w] of worst) {
+    const row = rows.get(name)!;
+    row.maxStartLagMs = w.lagMs;
+    row.startLagSlowest = `job ${w.jobId} attempt ${w.attempt}: started ${w.lagMs} ms after it was due`;
+    if (row.startLagBoundMs !== null && w.lagMs > row.startLagBoundMs) {
+      violations.push(`"${name}": an attempt started ${w.lagMs} ms after it was due (bound ${row.startLagBoundMs} ms: fault + 2 lease TTLs + ${args.startLagSlackMs} ms); ${row.startLagSlowest}`);
+    }
+  }
+
   const burst = rows.get("noisy tenant burst");
   if (burst?.quietP99LagMs != null && burst.quietP99LagMs > args.quietLagBoundMs) {
     violations.push(`quiet tenant p99 lag during the noisy burst was ${burst.quietP99LagMs} ms (bound ${args.quietLagBoundMs} ms)`);
@@ -200,6 +239,8 @@ export async function checkInvariants(args: {
       rawDuplicateDeliveries: 0,
       quietMaxLagMs: null,
       quietP99LagMs: null,
+      maxStartLagMs: null,
+      startLagBoundMs: null,
     };
     for (let i = 1; i < times.length; i++) {
       const gap = times[i]! - times[i - 1]!;

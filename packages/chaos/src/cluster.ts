@@ -12,18 +12,22 @@ const nextBin = path.join(root, "node_modules/next/dist/bin/next");
 
 export const SHARDS = 8;
 
+/** Shard and attempt lease TTL of the cluster (both SCHEDULER_LEASE_TTL and WORKER_LEASE_TTL). */
+export const LEASE_TTL_MS = 3_000;
+
 /** Timings shortened so that failover and lease expiry happen within a chaos phase. */
 const FAST = {
   LOG_LEVEL: process.env.CHAOS_LOG_LEVEL ?? "warn",
   TICK_SHARDS: String(SHARDS),
   TICK_REDIS_PREFIX: "chaos",
   TICK_SSRF_ALLOWED_CIDRS: "127.0.0.0/8",
-  SCHEDULER_LEASE_TTL: "3s",
+  SCHEDULER_LEASE_TTL: `${LEASE_TTL_MS}ms`,
   SCHEDULER_LEASE_RENEW_INTERVAL: "1s",
   SCHEDULER_DISPATCH_INTERVAL: "50ms",
   SCHEDULER_REAPER_INTERVAL: "500ms",
   SCHEDULER_LEASE_GRACE: "2s",
-  SCHEDULER_STRANDED_AFTER: "5s",
+  // The production default: recovery from a fault must not wait for this last-resort re-publish (#18).
+  SCHEDULER_STRANDED_AFTER: "60s",
   SCHEDULER_RECONCILE_INTERVAL: "1s",
   SCHEDULER_PUBLISH_TIMEOUT: "2s",
   SCHEDULER_RECURRENCE_LOOKAHEAD: "1s",
@@ -31,7 +35,7 @@ const FAST = {
   // Finished jobs move to history within seconds, so the moves run under every fault too.
   TICK_ARCHIVE_AFTER: "3s",
   TICK_OUTBOX_KEEP: "3s",
-  WORKER_LEASE_TTL: "3s",
+  WORKER_LEASE_TTL: `${LEASE_TTL_MS}ms`,
   WORKER_HEARTBEAT_INTERVAL: "1s",
   WORKER_SHUTDOWN_GRACE: "3s",
   WORKER_WEBHOOK_RETRY_BASE: "200ms",

@@ -1,7 +1,8 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { checkInvariants, type Verdict } from "./checker.js";
+import { checkInvariants, type PhaseRun, type Verdict } from "./checker.js";
+import { LEASE_TTL_MS } from "./cluster.js";
 import { startCluster } from "./cluster.js";
 import { startFakeClockPostgres } from "./fake-clock-postgres.js";
 import { PHASES, mixedPhase, type FaultContext, type Phase } from "./faults.js";
@@ -44,8 +45,14 @@ const started = Date.now();
 const log = (line: string) => process.stdout.write(`[chaos ${((Date.now() - started) / 1000).toFixed(1).padStart(6)}s] ${line}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * On top of fault + 2 lease TTLs: the reaper's grace on an attempt lease (2 s), its interval and the
+ * dispatch and relay hops (under 1 s), and a loaded 2-core machine shared with other work (1 s).
+ */
+const START_LAG_SLACK_MS = 4_000;
+
 function table(verdict: Verdict): string {
-  const head = ["phase", "scenarios", "faults", "jobs", "lost", "duplicate effects", "raw duplicate deliveries", "quiet lag p99 / max (ms)"];
+  const head = ["phase", "scenarios", "faults", "jobs", "lost", "duplicate effects", "raw duplicate deliveries", "quiet lag p99 / max (ms)", "max start lag / bound (ms)"];
   const lines = verdict.rows.map((r) => [
     r.phase,
     r.scenarios,
@@ -55,9 +62,10 @@ function table(verdict: Verdict): string {
     String(r.duplicateEffects),
     String(r.rawDuplicateDeliveries),
     r.quietP99LagMs === null ? "-" : `${r.quietP99LagMs} / ${r.quietMaxLagMs}`,
+    `${r.maxStartLagMs ?? "-"} / ${r.startLagBoundMs ?? "-"}`,
   ]);
   const t = verdict.totals;
-  lines.push(["total", "", String(t.faults), String(t.jobs), String(t.lost), String(t.duplicateEffects), String(t.rawDuplicateDeliveries), ""]);
+  lines.push(["total", "", String(t.faults), String(t.jobs), String(t.lost), String(t.duplicateEffects), String(t.rawDuplicateDeliveries), "", ""]);
   const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
   const fmt = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`;
   return [fmt(head), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...lines.map(fmt)].join("\n");
@@ -86,9 +94,9 @@ async function main() {
     log(`console ${cluster.consoleUrl}, database ${cluster.db.name}`);
     const workload = await createWorkload({ pool: cluster.pool, consoleUrl: cluster.consoleUrl, sink, random, log });
     await workload.start();
-    const done: { name: string; scenarios: string; faults: number }[] = [];
+    const done: PhaseRun[] = [];
     const runPhase = async (phase: Phase) => {
-      const record = { name: phase.name, scenarios: phase.scenarios, faults: 0 };
+      const record: PhaseRun = { name: phase.name, scenarios: phase.scenarios, faults: 0, startedAt: Date.now(), endedAt: Infinity, faultMs: phase.faultMs };
       done.push(record);
       workload.setPhase(phase.name);
       log(`phase: ${phase.name} (${phase.scenarios})`);
@@ -97,11 +105,12 @@ async function main() {
       // run goes on and the checker judges the product, not the harness.
       await phase.run(ctx, args.phaseMs).catch((err) => log(`fault action failed (${phase.name}): ${err instanceof Error ? err.message : String(err)}`));
       await cluster.heal();
+      record.endedAt = Date.now();
     };
     if (args.rounds) {
       for (const [i, round] of args.rounds.split(",").entries()) {
         const parts = round.split("+").map((name) => PHASES.find((p) => p.name === name.trim()) ?? (() => { throw new Error(`--rounds: no phase named "${name}" (phases: ${PHASES.map((p) => p.name).join("; ")})`); })());
-        await runPhase({ name: `round ${i + 1}: ${parts.map((p) => p.name).join(" + ")}`, scenarios: parts.map((p) => p.scenarios).join(" "), run: (ctx, ms) => Promise.all(parts.map((p) => p.run(ctx, ms))).then(() => undefined) });
+        await runPhase({ name: `round ${i + 1}: ${parts.map((p) => p.name).join(" + ")}`, scenarios: parts.map((p) => p.scenarios).join(" "), faultMs: parts.length === 1 ? parts[0]!.faultMs : null, run: (ctx, ms) => Promise.all(parts.map((p) => p.run(ctx, ms))).then(() => undefined) });
       }
     } else for (const phase of PHASES) await runPhase(phase);
     for (let round = 1; args.durationMs && Date.now() - started < args.durationMs; round++) await runPhase(mixedPhase(round));
@@ -150,11 +159,15 @@ async function main() {
       ops: workload.ops,
       phases: done,
       quietLagBoundMs: 5_000,
+      leaseTtlMs: LEASE_TTL_MS,
+      startLagSlackMs: START_LAG_SLACK_MS,
+      heldDependencies: ["sink-dep"],
       dstTransition: fake ? { at: transition, zone: "Europe/Berlin", scheduleEverySeconds: 2 } : null,
     });
     process.stdout.write(`\n${table(verdict)}\n\n`);
     log(`facts: ${JSON.stringify(verdict.facts)}`);
     for (const r of verdict.rows) if (r.quietSlowest && (r.quietMaxLagMs ?? 0) > 2_000) log(`slowest quiet job in "${r.phase}": ${r.quietSlowest}`);
+    for (const r of verdict.rows) if (r.startLagSlowest && (r.maxStartLagMs ?? 0) > 2 * LEASE_TTL_MS) log(`slowest start in "${r.phase}": ${r.startLagSlowest}`);
     const report = {
       seed: args.seed,
       injectedDatabaseClock: fake ? "2027-03-28T00:58:20Z" : null,

@@ -26,6 +26,8 @@ export interface Op {
    */
   cancel: "cancelled" | "cancelled_after_attempts" | "requested" | "finished" | null;
   cancelAttemptsStarted?: number;
+  /** The delay the job was created with (ms after creation it falls due). */
+  delayMs?: number;
 }
 
 export interface Tenant {
@@ -68,7 +70,9 @@ export async function createWorkload(options: { pool: pg.Pool; consoleUrl: strin
   const schedules: string[] = [];
   const replays: string[] = [];
 
-  const body = (kind: OpKind, key: string) => {
+  /** Drawn once per op, so a create retried with the same key sends the same body. */
+  const delayFor = (kind: OpKind) => (kind === "delayed" ? random.int(2_000, 8_000) : kind === "cancel" ? random.int(500, 2_500) : undefined);
+  const body = (kind: OpKind, key: string, delayMs?: number) => {
     const cls = kind === "dlq" ? "dep" : kind === "quiet" || kind === "burst" || kind === "delayed" || kind === "cancel" ? "ok" : kind;
     return {
       target: { url: sink.url(`/${cls}/${key}`), timeoutMs: 10_000 },
@@ -76,20 +80,20 @@ export async function createWorkload(options: { pool: pg.Pool; consoleUrl: strin
       maxAttempts: kind === "dlq" ? 1 : kind === "fail" ? 3 : 25,
       backoff: { strategy: "exponential" as const, baseMs: 200, maxMs: 2_000, jitter: "full" as const },
       metadata: { kind, phase },
-      ...(kind === "delayed" ? { delayMs: random.int(2_000, 8_000) } : {}),
-      ...(kind === "cancel" ? { delayMs: random.int(500, 2_500) } : {}),
+      ...(delayMs === undefined ? {} : { delayMs }),
     };
   };
 
   /** Creates one job, retrying with the same key until the API acknowledges it (or the run ends). */
   async function create(tenant: Tenant, kind: OpKind): Promise<Op> {
     const key = `${tenant.name}-${kind}-${++seq}`;
-    const op: Op = { key, tenant: tenant.name, kind, phase, createdAt: Date.now(), jobId: null, createRetries: 0, cancel: null };
+    const delayMs = delayFor(kind);
+    const op: Op = { key, tenant: tenant.name, kind, phase, createdAt: Date.now(), jobId: null, createRetries: 0, cancel: null, ...(delayMs === undefined ? {} : { delayMs }) };
     ops.push(op);
     outstanding++;
     try {
       for (;;) {
-        const res = await tenant.client.call("createJob", { body: body(kind, key), idempotencyKey: key }).catch(() => null);
+        const res = await tenant.client.call("createJob", { body: body(kind, key, delayMs), idempotencyKey: key }).catch(() => null);
         if (res?.ok) {
           op.jobId = res.body.id;
           op.ackedAt = Date.now();
