@@ -10,7 +10,7 @@ import { DueTenantSource } from "./dispatch/due-tenant-source.js";
 import { RateLimiter } from "./dispatch/rate-limiter.js";
 import { ShardLeaseManager, type HeldLease } from "./leases/shard-lease-manager.js";
 import { createSchedulerMetrics } from "./metrics.js";
-import { OutboxRelay } from "./outbox/outbox-relay.js";
+import { OutboxRelay, dispatchMessageState } from "./outbox/outbox-relay.js";
 import { Reaper } from "./reaper/reaper.js";
 import { Maintenance } from "./maintenance/maintenance.js";
 import { Materializer } from "./recurrence/materializer.js";
@@ -61,6 +61,14 @@ export interface SchedulerDeps extends ServiceDeps<pg.Pool> {
 }
 
 const STALL_WARNING_MS = 15_000;
+
+/**
+ * A dispatched attempt not started this long after its publication has its message looked up in the
+ * broker (workers start a message within milliseconds unless the queue is backed up, and a backed-up
+ * one is still deliverable): long enough not to look up every fresh message, short enough that a
+ * message consumed while Postgres was down is re-published within a reaper round of the recovery (#18).
+ */
+const UNSTARTED_CHECK_AFTER_MS = 2_000;
 
 /** A loop that runs `step` every `intervalMs` (sooner when woken), never overlapping itself. */
 class Loop {
@@ -147,8 +155,13 @@ export function createScheduler(deps: SchedulerDeps) {
     () => breakers.openDependencies(),
   );
   const relay = new OutboxRelay(pool, queues, { batch: 500, retryDelayMs: 500, maxRetryDelayMs: 30_000, publishTimeoutMs: config.publishTimeoutMs }, relayRate, logger, metrics, faults);
-  const reaper = new Reaper(pool, { holder: config.id, leaseGraceMs: config.leaseGraceMs, strandedAfterMs: config.strandedAfterMs, batch: 500 }, logger, metrics, (shard, tenantId, dueAtMs) =>
-    dueIndex.noteDue(shard, tenantId, dueAtMs).catch(() => {}),
+  const reaper = new Reaper(
+    pool,
+    { holder: config.id, leaseGraceMs: config.leaseGraceMs, strandedAfterMs: config.strandedAfterMs, unstartedCheckAfterMs: UNSTARTED_CHECK_AFTER_MS, batch: 500 },
+    logger,
+    metrics,
+    (shard, tenantId, dueAtMs) => dueIndex.noteDue(shard, tenantId, dueAtMs).catch(() => {}),
+    async (attemptId) => (await dispatchMessageState(queues.dispatch, attemptId)).deliverable,
   );
 
   const materializer = new Materializer(

@@ -163,6 +163,40 @@ describe("reaper", () => {
     expect(await statusCounts(w.pool)).toEqual({ dispatched: 3 });
   });
 
+  it("a message consumed without a start is re-published at the next reaper round, not after SCHEDULER_STRANDED_AFTER (#18); a waiting one is left alone", async () => {
+    const s = w.startScheduler("s"); // strandedAfterMs 60 s: only the broker lookup can be this prompt
+    await s.init();
+    await s.leaseTick();
+    const t = await w.createTenant();
+    await w.insertJobs(t, 3);
+    await s.dispatchOnce();
+    await s.relayOnce();
+    const attemptIds = (await w.pool.query<{ id: string }>(`SELECT id FROM attempts ORDER BY id`)).rows.map((r) => r.id);
+    const outboxRows = async () => (await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox WHERE kind = 'dispatch'`)).rows[0]!.n;
+    // Published long enough ago to be looked up; every message still waits: nothing to re-publish.
+    const age = () => w.pool.query(`UPDATE attempts SET dispatched_at = now() - interval '3 seconds'`);
+    await age();
+    await s.reapOnce();
+    expect(await outboxRows()).toBe(3);
+
+    const connection = new Redis(w.redis.url, { maxRetriesPerRequest: null });
+    const failing = new Worker(ATTEMPT_QUEUE, async () => { throw new Error("connect ECONNREFUSED"); }, { connection, prefix: `${w.redis.prefix}:bull` });
+    try {
+      await waitFor(async () => (await w.attemptsQueue.getFailedCount()) === 3, { description: "messages failed by the worker" });
+    } finally {
+      await failing.close();
+      await connection.quit();
+    }
+    await age();
+    await s.reapOnce();
+    await s.relayOnce();
+    expect((await w.attemptsQueue.getJobs(["waiting", "prioritized"])).map((j) => j.id).sort()).toEqual(attemptIds.map((id) => `${id}-r1`).sort());
+    // The re-publish restarted the clock: the next round looks them up again only 2 s later.
+    await s.reapOnce();
+    expect(await outboxRows()).toBe(6);
+    expect(await statusCounts(w.pool)).toEqual({ dispatched: 3 });
+  });
+
   it("a running attempt whose lease expired is lost; the job retries with a new attempt ID and a higher fencing token, then dead-letters when attempts run out", async () => {
     const s = w.startScheduler("s");
     await s.init();

@@ -14,11 +14,7 @@ export const attemptMessageSchema = z.object({
   shard: z.number().int(),
   epoch: z.string(),
   republished: z.boolean().optional(),
-  /**
-   * Set on a re-publish of an attempt no worker started: how many dispatch messages the attempt had
-   * before. The message ID then moves on to `<attempt ID>-r<n>` when the previous message can no longer
-   * be delivered (consumed without a start, e.g. Postgres was unreachable); see `dispatchMessageId`.
-   */
+  /** Written by re-publishes before #18 (messages still in flight may carry it); no longer read. */
   generation: z.number().int().nonnegative().optional(),
   /** Circuit-breaker key (the job's dependency_key). */
   dependency: z.string().nullable().optional(),

@@ -37,25 +37,29 @@ function toMessage(row: sql.OutboxRow, messageId?: string) {
 
 /** Broker states in which a message will still reach a worker (or is with one). */
 const DELIVERABLE = new Set(["waiting", "prioritized", "delayed", "active", "waiting-children"]);
-/** How far back a re-publish looks for an earlier message of the same attempt. */
-const MAX_GENERATIONS_CHECKED = 8;
+/** Most messages of one attempt looked up (re-publishes are rare: a few per attempt at most). */
+const MAX_GENERATIONS = 16;
 
 /**
- * The message ID a re-published attempt (no worker started it in time) goes out under. While an earlier
- * message of the attempt can still be delivered, its ID: the publish is then a no-op, not a second copy.
- * When the broker lost every earlier message (Redis flushed), the attempt ID again. When the last one was
- * consumed without starting the attempt (its worker could not reach Postgres, or died after taking it
- * and BullMQ gave up on it), a new ID: the same ID would be a no-op for as long as the broker keeps the
- * finished message, and the attempt would wait that long.
+ * Where an attempt no worker started stands in the broker, read from the broker itself (the outbox rows
+ * that announced earlier messages may already be deleted): the ID of its newest message and whether that
+ * message can still reach a worker (waiting, delayed, active). When it can, a re-publish goes out under
+ * that ID, a no-op. When the broker lost every message (Redis flushed), under the attempt ID again. When
+ * the newest one was consumed without starting the attempt (its worker could not reach Postgres, or died
+ * after taking it and BullMQ gave up on it), under the next ID: the same ID would be a no-op for as long
+ * as the broker keeps the finished message, and the attempt would wait that long.
  */
-async function republishMessageId(queue: Queue, attemptId: string, generation: number): Promise<string> {
-  for (let g = generation - 1; g >= Math.max(0, generation - MAX_GENERATIONS_CHECKED); g--) {
+export async function dispatchMessageState(queue: Queue, attemptId: string): Promise<{ republishAs: string; deliverable: boolean }> {
+  let newest: { id: string; generation: number; state: string } | null = null;
+  for (let g = 0; g < MAX_GENERATIONS; g++) {
     const id = dispatchMessageId(attemptId, g);
     const state = await queue.getJobState(id);
-    if (state === "unknown") continue;
-    return DELIVERABLE.has(state) ? id : dispatchMessageId(attemptId, g + 1);
+    if (state === "unknown") break;
+    newest = { id, generation: g, state };
   }
-  return dispatchMessageId(attemptId, generation > MAX_GENERATIONS_CHECKED ? generation : 0);
+  if (!newest) return { republishAs: dispatchMessageId(attemptId, 0), deliverable: false };
+  if (DELIVERABLE.has(newest.state)) return { republishAs: newest.id, deliverable: true };
+  return { republishAs: dispatchMessageId(attemptId, newest.generation + 1), deliverable: false };
 }
 
 /**
@@ -93,8 +97,8 @@ export class OutboxRelay {
             const queue = this.queues[kind];
             return Promise.all(
               batch.map(async (row) => {
-                const generation = row.kind === "dispatch" && row.payload.republished ? Number(row.payload.generation ?? 0) : 0;
-                return toMessage(row, generation > 0 ? await republishMessageId(queue, row.attempt_id!, generation) : undefined);
+                const republished = row.kind === "dispatch" && row.payload.republished === true;
+                return toMessage(row, republished ? (await dispatchMessageState(queue, row.attempt_id!)).republishAs : undefined);
               }),
             ).then((messages) => queue.addBulk(messages));
           }),

@@ -6,10 +6,21 @@ import { withShardFence } from "../leases/shard-fence.js";
 import type { HeldLease } from "../leases/shard-lease-manager.js";
 import type { SchedulerMetrics } from "../metrics.js";
 
+/** Most unstarted attempts per shard and round whose message is looked up in the broker. */
+const UNSTARTED_CHECKED_PER_ROUND = 100;
+/** A broker that has not answered the lookups by then is treated as unable to say. */
+const BROKER_CHECK_TIMEOUT_MS = 1_000;
+
 export interface ReaperConfig {
   holder: string;
   leaseGraceMs: number;
   strandedAfterMs: number;
+  /**
+   * An attempt not started this long after its publication has its message looked up in the broker; one
+   * the broker can no longer deliver (consumed while Postgres was unreachable, lost with Redis) is
+   * re-published at once instead of after strandedAfterMs.
+   */
+  unstartedCheckAfterMs: number;
   batch: number;
   random?: () => number;
 }
@@ -25,7 +36,8 @@ export interface ReapResult {
  * Finds work that will not finish on its own, per held shard, in bounded batches, fenced like every
  * scheduler write: attempts whose lease expired (S1: the job retries through the normal path with a
  * new attempt ID and a higher fencing token, or goes to the DLQ when attempts are used up), dispatched
- * attempts no worker started (S10: re-published under the same attempt ID), and jobs past their
+ * attempts no worker started (S10: re-published under the same attempt ID as soon as the broker can no
+ * longer deliver their message, else after strandedAfterMs), and jobs past their
  * expiry deadline (S12).
  */
 export class Reaper {
@@ -36,10 +48,35 @@ export class Reaper {
     private readonly metrics: SchedulerMetrics,
     /** Called after commit for each job put back to scheduled, so the due index learns about it. */
     private readonly noteDue: (shard: number, tenantId: string, dueAtMs: number) => Promise<void> = async () => {},
+    /** Whether the attempt's newest broker message can still reach a worker; throws when the broker cannot say. */
+    private readonly messageDeliverable: (attemptId: string) => Promise<boolean> = async () => true,
   ) {}
+
+  /**
+   * Unstarted attempts of the shard whose message will never reach a worker. Asked before the fenced
+   * transaction (no broker round trip while it holds locks); when the broker does not answer in time,
+   * none: the stranded re-publish still covers them.
+   */
+  private async undeliverable(shard: number): Promise<string[]> {
+    const ids = await sql.findUnstartedAttempts(this.pool, shard, this.config.unstartedCheckAfterMs, UNSTARTED_CHECKED_PER_ROUND);
+    if (ids.length === 0) return [];
+    let timer: NodeJS.Timeout | undefined;
+    const answered = Promise.all(ids.map(async (id) => ((await this.messageDeliverable(id)) ? null : id)));
+    answered.catch(() => {});
+    try {
+      const verdicts = await Promise.race([answered, new Promise<null>((r) => (timer = setTimeout(() => r(null), BROKER_CHECK_TIMEOUT_MS)))]);
+      return (verdicts ?? []).filter((id): id is string => id !== null);
+    } catch (err) {
+      this.logger.warn({ err: (err as Error).message, shard }, "could not ask the broker about unstarted attempts; the stranded re-publish covers them");
+      return [];
+    } finally {
+      clearTimeout(timer);
+    }
+  }
 
   async runShard(lease: HeldLease): Promise<ReapResult> {
     const random = this.config.random ?? Math.random;
+    const undeliverable = await this.undeliverable(lease.shard);
     const result = await withShardFence(
       this.pool,
       this.config.holder,
@@ -70,7 +107,7 @@ export class Reaper {
             this.logger.warn({ jobId: lost.job_id, attemptId: lost.attempt_id, tenantId: lost.tenant_id, decision: decision.kind }, "attempt lease expired");
           }
         }
-        const republished = await sql.republishStrandedAttempts(client, lease.shard, this.config.strandedAfterMs, this.config.batch);
+        const republished = await sql.republishStrandedAttempts(client, lease.shard, this.config.strandedAfterMs, this.config.batch, undeliverable);
         const expiredJobs = await sql.expireOverdueJobs(client, lease.shard, this.config.batch);
         const expired = expiredJobs.length;
         // Terminal outcomes decided here get their completion webhooks in the same transaction.

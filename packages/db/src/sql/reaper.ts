@@ -62,16 +62,35 @@ export async function settleExpiredLease(db: Queryable, lease: ExpiredLease, dec
 }
 
 /**
- * Dispatched attempts nobody started within `timeoutMs` of their (re)publication: the message may have
- * been lost with the broker (S9/S10 flush). Re-publishes them through a new outbox row for the SAME
- * attempt ID; if the original message still exists, the broker treats the copy as a duplicate.
+ * Dispatched attempts of a shard that no worker has started `olderThanMs` after their (re)publication,
+ * oldest first: the reaper asks the broker whether their message can still reach a worker. Read without
+ * locks; the re-publish checks every condition again.
  */
-export async function republishStrandedAttempts(db: Queryable, shard: number, timeoutMs: number, limit: number): Promise<number> {
+export async function findUnstartedAttempts(db: Queryable, shard: number, olderThanMs: number, limit: number): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT a.id FROM attempts a JOIN jobs j ON j.id = a.job_id
+      WHERE a.status = 'pending' AND a.dispatched_at < now() - make_interval(secs => $2 / 1000.0)
+        AND j.shard = $1 AND j.status = 'dispatched' AND j.current_attempt_id = a.id
+        AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.attempt_id = a.id AND o.published_at IS NULL)
+      ORDER BY a.dispatched_at LIMIT $3`,
+    [shard, olderThanMs, limit],
+  );
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Re-publishes, through a new outbox row for the SAME attempt ID, dispatched attempts nobody started:
+ * those whose message the broker can no longer deliver (`undeliverable`: consumed without a start, or
+ * lost), and as a last resort every one not started within `timeoutMs` of its (re)publication. The relay
+ * picks the message ID (a still-deliverable message makes the copy a no-op, S5). Each row is re-checked:
+ * still pending, still the job's current attempt, nothing unpublished for it.
+ */
+export async function republishStrandedAttempts(db: Queryable, shard: number, timeoutMs: number, limit: number, undeliverable: string[] = []): Promise<number> {
   const { rowCount } = await db.query(
     `WITH stranded AS (
        SELECT a.id, a.job_id, a.tenant_id, a.job_version, a.fencing_token, a.shard_epoch, j.dependency_key, j.attempt_count
          FROM attempts a JOIN jobs j ON j.id = a.job_id
-        WHERE a.status = 'pending' AND a.dispatched_at < now() - make_interval(secs => $2 / 1000.0)
+        WHERE a.status = 'pending' AND (a.dispatched_at < now() - make_interval(secs => $2 / 1000.0) OR a.id = ANY($4::uuid[]))
           AND j.shard = $1 AND j.status = 'dispatched' AND j.current_attempt_id = a.id
           AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.attempt_id = a.id AND o.published_at IS NULL)
         ORDER BY a.dispatched_at LIMIT $3
@@ -83,10 +102,9 @@ export async function republishStrandedAttempts(db: Queryable, shard: number, ti
      SELECT 'dispatch', $1, tenant_id, job_id, id,
             jsonb_build_object('jobId', job_id, 'attemptId', id, 'tenantId', tenant_id, 'version', job_version,
                                'fencingToken', fencing_token::text, 'shard', $1::int, 'epoch', shard_epoch::text, 'republished', true,
-                               'dependency', dependency_key, 'attemptCount', attempt_count,
-                               'generation', (SELECT count(*) FROM outbox o WHERE o.attempt_id = stranded.id AND o.kind = 'dispatch'))
+                               'dependency', dependency_key, 'attemptCount', attempt_count)
        FROM stranded`,
-    [shard, timeoutMs, limit],
+    [shard, timeoutMs, limit, undeliverable],
   );
   return rowCount ?? 0;
 }
