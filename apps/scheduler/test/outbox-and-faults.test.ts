@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startTcpProxy, waitFor, type TcpProxy } from "@tick/testing";
 import { FaultInjected } from "@tick/runtime";
 import { ATTEMPT_QUEUE } from "@tick/core";
+import { sql } from "@tick/db";
 import { Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { createWorld, statusCounts, type World } from "./harness.js";
@@ -223,5 +224,47 @@ describe("reaper", () => {
       ["lease_expired", 2],
     ]);
     expect(new Set(attempts.map((a) => a.id)).size).toBe(2);
+  });
+
+  it("the reaper settles a batch of lost attempts in one statement, each row on its own conditions (version, current attempt, lease still expired)", async () => {
+    const s = w.startScheduler("s");
+    await s.init();
+    await s.leaseTick();
+    const t = await w.createTenant();
+    await w.insertJobs(t, 5);
+    expect(await s.dispatchOnce()).toBe(5);
+    await w.pool.query(`UPDATE attempts SET status = 'running', started_at = now(), worker_id = 'w', lease_expires_at = now() - interval '1 minute'`);
+    await w.pool.query(`UPDATE jobs SET status = 'running', version = version + 1, attempt_count = 1`);
+    const client = await w.pool.connect();
+    try {
+      await client.query("BEGIN");
+      const lost = await sql.lockExpiredLeases(client, t.shard, 0, 10);
+      expect(lost).toHaveLength(5);
+      const [retry, dead, staleVersion, renewed, notCurrent] = lost as [sql.ExpiredLease, ...sql.ExpiredLease[]];
+      await client.query(`UPDATE attempts SET lease_expires_at = now() + interval '1 minute' WHERE id = $1`, [renewed!.attempt_id]);
+      await client.query(`UPDATE jobs SET current_attempt_id = NULL WHERE id = $1`, [notCurrent!.job_id]);
+      const settled = await sql.settleExpiredLeases(
+        client,
+        [
+          { lease: retry, decision: { kind: "retry", dueInMs: 60_000 } },
+          { lease: dead!, decision: { kind: "dead" } },
+          { lease: { ...staleVersion!, job_version: staleVersion!.job_version - 1 }, decision: { kind: "dead" } },
+          { lease: renewed!, decision: { kind: "dead" } },
+          { lease: notCurrent!, decision: { kind: "dead" } },
+        ],
+        0,
+      );
+      await client.query("COMMIT");
+      expect([...settled].sort()).toEqual([retry.job_id, dead!.job_id].sort());
+      const jobs = new Map((await w.pool.query<{ id: string; status: string; later: boolean }>(`SELECT id, status, due_at > now() + interval '30 seconds' AS later FROM jobs`)).rows.map((r) => [r.id, r]));
+      expect(jobs.get(retry.job_id)).toMatchObject({ status: "scheduled", later: true });
+      expect(jobs.get(dead!.job_id)?.status).toBe("dead");
+      for (const l of [staleVersion!, renewed!, notCurrent!]) expect(jobs.get(l.job_id)?.status).toBe("running");
+      const attempts = new Map((await w.pool.query<{ id: string; status: string }>(`SELECT id, status FROM attempts`)).rows.map((r) => [r.id, r.status]));
+      expect([retry, dead!].map((l) => attempts.get(l.attempt_id))).toEqual(["lease_expired", "lease_expired"]);
+      expect([staleVersion!, renewed!, notCurrent!].map((l) => attempts.get(l.attempt_id))).toEqual(["running", "running", "running"]);
+    } finally {
+      client.release();
+    }
   });
 });

@@ -82,31 +82,30 @@ export class Reaper {
       this.config.holder,
       lease,
       async (client) => {
-        let leasesReaped = 0;
         const rescheduled: { tenantId: string; dueAtMs: number }[] = [];
         const finished: string[] = [];
-        for (const lost of await sql.lockExpiredLeases(client, lease.shard, this.config.leaseGraceMs, this.config.batch)) {
+        // Decide every lost attempt's fate in code, then settle the batch with one statement.
+        const settlements: sql.LeaseSettlement[] = (await sql.lockExpiredLeases(client, lease.shard, this.config.leaseGraceMs, this.config.batch)).map((lost) => {
           const delay = computeBackoffMs(lost.backoff, Math.max(1, lost.attempt_count), random);
-          const decision: sql.LeaseExpiryDecision = lost.cancel_requested_at
-            ? { kind: "cancelled" }
-            : (() => {
-                const d = decideAfterFailure({
-                  attemptCount: lost.attempt_count,
-                  maxAttempts: lost.max_attempts,
-                  retryable: true,
-                  nextDueAt: new Date(lost.db_now.getTime() + delay),
-                  expiresAt: lost.expires_at,
-                });
-                return d === "retry" ? { kind: "retry", dueInMs: delay } : d === "fail" ? { kind: "dead" } : { kind: "expired" };
-              })();
-          if (await sql.settleExpiredLease(client, lost, decision)) {
-            leasesReaped++;
-            if (decision.kind === "retry") rescheduled.push({ tenantId: lost.tenant_id, dueAtMs: lost.db_now.getTime() + decision.dueInMs });
-            else finished.push(lost.job_id);
-            this.metrics.leasesReaped.inc({ decision: decision.kind });
-            this.logger.warn({ jobId: lost.job_id, attemptId: lost.attempt_id, tenantId: lost.tenant_id, decision: decision.kind }, "attempt lease expired");
-          }
+          if (lost.cancel_requested_at) return { lease: lost, decision: { kind: "cancelled" } };
+          const d = decideAfterFailure({
+            attemptCount: lost.attempt_count,
+            maxAttempts: lost.max_attempts,
+            retryable: true,
+            nextDueAt: new Date(lost.db_now.getTime() + delay),
+            expiresAt: lost.expires_at,
+          });
+          return { lease: lost, decision: d === "retry" ? { kind: "retry", dueInMs: delay } : d === "fail" ? { kind: "dead" } : { kind: "expired" } };
+        });
+        const settled = await sql.settleExpiredLeases(client, settlements, this.config.leaseGraceMs);
+        for (const { lease: lost, decision } of settlements) {
+          if (!settled.has(lost.job_id)) continue;
+          if (decision.kind === "retry") rescheduled.push({ tenantId: lost.tenant_id, dueAtMs: lost.db_now.getTime() + decision.dueInMs });
+          else finished.push(lost.job_id);
+          this.metrics.leasesReaped.inc({ decision: decision.kind });
+          this.logger.warn({ jobId: lost.job_id, attemptId: lost.attempt_id, tenantId: lost.tenant_id, decision: decision.kind }, "attempt lease expired");
         }
+        const leasesReaped = settled.size;
         const republished = await sql.republishStrandedAttempts(client, lease.shard, this.config.strandedAfterMs, this.config.batch, undeliverable);
         const expiredJobs = await sql.expireOverdueJobs(client, lease.shard, this.config.batch);
         const expired = expiredJobs.length;
