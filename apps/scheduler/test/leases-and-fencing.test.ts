@@ -48,7 +48,7 @@ describe("shard leases", () => {
 
     // The stale scheduler resumes mid-round, still believing it leads: every write is refused.
     expect(await stale.dispatchOnce()).toBe(0);
-    expect((await stale.reapOnce()).every((r) => !r.fenced)).toBe(true);
+    expect((await stale.reapOnce()).every((r) => !r.leaseHeld)).toBe(true);
     const { rows } = await w.pool.query<{ n: string }>(`SELECT sum(stale_writes_rejected)::text AS n FROM shard_leases`);
     expect(Number(rows[0]!.n)).toBeGreaterThanOrEqual(SHARDS);
     const metric = await stale.metrics.staleWrites.get();

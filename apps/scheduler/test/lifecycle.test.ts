@@ -115,7 +115,7 @@ describe("data lifecycle: hot tables hold live work, history is pruned in bounde
       createLogger({ name: "t", level: "silent", destination: new PassThrough() }),
       metrics,
     );
-    expect(await maintenance.archiveShard(stale)).toMatchObject({ fenced: true, archivedJobs: 0 });
+    expect(await maintenance.archiveShard(stale)).toMatchObject({ refused: true, archivedJobs: 0 });
     expect(await count(world, `SELECT count(*) AS n FROM history.jobs`)).toBe(0);
     expect(await count(world, `SELECT stale_writes_rejected AS n FROM shard_leases WHERE shard = $1`, [tenant.shard])).toBe(1);
   });
@@ -187,10 +187,10 @@ describe("data lifecycle: hot tables hold live work, history is pruned in bounde
       createSchedulerMetrics(new Registry()),
     );
     const lease = none.heldShards().find((l) => l.shard === t.shard)!;
-    expect(await maintenance.pruneShard(lease, { remainingMs: 0.001 })).toEqual({ prunedJobs: 10, fenced: false });
+    expect(await maintenance.pruneShard(lease, { remainingMs: 0.001 })).toEqual({ prunedJobs: 10, refused: false });
     expect(await left()).toBe(20);
     // With time to spare it goes on, batch after batch.
-    expect(await maintenance.pruneShard(lease, { remainingMs: 60_000 })).toEqual({ prunedJobs: 20, fenced: false });
+    expect(await maintenance.pruneShard(lease, { remainingMs: 60_000 })).toEqual({ prunedJobs: 20, refused: false });
     expect(await left()).toBe(0);
   });
 

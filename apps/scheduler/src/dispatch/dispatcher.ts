@@ -18,7 +18,7 @@ export interface DispatchRound {
   shard: number;
   claimed: number;
   /** False when the shard lease was no longer ours: nothing was written. */
-  fenced: boolean;
+  leaseHeld: boolean;
   perTenant: Map<string, number>;
 }
 
@@ -43,7 +43,7 @@ export class Dispatcher {
   ) {}
 
   async runShard(lease: HeldLease): Promise<DispatchRound> {
-    const round: DispatchRound = { shard: lease.shard, claimed: 0, fenced: true, perTenant: new Map() };
+    const round: DispatchRound = { shard: lease.shard, claimed: 0, leaseHeld: true, perTenant: new Map() };
     if (this.rate.available() <= 0) return round;
     // Who is due first (the Redis index answers without touching Postgres): an idle shard costs no query.
     const { tenants: due, mode, generations } = await this.dueSource.find(lease.shard);
@@ -86,7 +86,7 @@ export class Dispatcher {
         this.logger.warn({ shard: stale.shard, epoch: stale.epoch }, "dispatch refused: shard lease is no longer ours at this epoch");
       },
     );
-    if (!result.ok) return { ...round, claimed: 0, fenced: false, perTenant: new Map() };
+    if (!result.ok) return { ...round, claimed: 0, leaseHeld: false, perTenant: new Map() };
     // Tenants that ran out of due work get their next due time in the index.
     if (mode === "index") {
       for (const [tenantId, left] of room) {

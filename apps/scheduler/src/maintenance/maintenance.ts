@@ -36,7 +36,8 @@ export interface MaintenanceResult {
   archivedJobs: number;
   archivedAttempts: number;
   prunedJobs: number;
-  fenced: boolean;
+  /** True when the shard lease was no longer ours and a write was refused (the round stopped there). */
+  refused: boolean;
 }
 
 /**
@@ -84,7 +85,7 @@ export class Maintenance {
       const at = (first + i) % held.length;
       const pruned = await this.pruneShard(held[at]!, budget);
       results[at]!.prunedJobs = pruned.prunedJobs;
-      results[at]!.fenced ||= pruned.fenced;
+      results[at]!.refused ||= pruned.refused;
     }
     // The deployment-wide part: whoever holds shard 0 (one scheduler at a time, fenced by that lease).
     const lowest = held.find((l) => l.shard === 0);
@@ -95,7 +96,7 @@ export class Maintenance {
   /** Moves the shard's finished jobs (and their attempts) to history, at most maxBatchesPerRound batches. */
   async archiveShard(lease: HeldLease): Promise<MaintenanceResult> {
     const { batch } = this.config;
-    const result: MaintenanceResult = { archivedJobs: 0, archivedAttempts: 0, prunedJobs: 0, fenced: false };
+    const result: MaintenanceResult = { archivedJobs: 0, archivedAttempts: 0, prunedJobs: 0, refused: false };
     for (let round = 0; round < this.config.maxBatchesPerRound; round++) {
       const moved = await this.fence(lease, async (client) => {
         const picked = await sql.lockArchivableJobs(client, lease.shard, this.config.archiveAfterMs, batch);
@@ -103,7 +104,7 @@ export class Maintenance {
         const partitions = await sql.ensureHistoryPartitionsFor(client, picked.map((p) => p.day));
         return { ...(await sql.moveJobsToHistory(client, picked.map((p) => p.id))), partitions };
       });
-      if (!moved.ok) return { ...result, fenced: true };
+      if (!moved.ok) return { ...result, refused: true };
       result.archivedJobs += moved.value.jobs;
       result.archivedAttempts += moved.value.attempts;
       this.count("partitions_created", moved.value.partitions);
@@ -118,24 +119,24 @@ export class Maintenance {
    * Deletes the shard's tenants' expired history in batches while `budget` has time left (each batch's
    * duration is taken from it), at most maxBatchesPerRound batches.
    */
-  async pruneShard(lease: HeldLease, budget: PruneBudget): Promise<{ prunedJobs: number; fenced: boolean }> {
+  async pruneShard(lease: HeldLease, budget: PruneBudget): Promise<{ prunedJobs: number; refused: boolean }> {
     const { batch } = this.config;
     let prunedJobs = 0;
     for (let round = 0; round < this.config.maxBatchesPerRound && budget.remainingMs > 0; round++) {
       const started = performance.now();
       const pruned = await this.fence(lease, (client) => sql.pruneHistoryOfShard(client, lease.shard, this.config.retentionMaxDays, batch));
       budget.remainingMs -= performance.now() - started;
-      if (!pruned.ok) return { prunedJobs, fenced: true };
+      if (!pruned.ok) return { prunedJobs, refused: true };
       prunedJobs += pruned.value.jobs;
       this.count("history_attempts_deleted", pruned.value.attempts);
       if (pruned.value.jobs < batch) break;
     }
     this.count("history_jobs_deleted", prunedJobs);
-    return { prunedJobs, fenced: false };
+    return { prunedJobs, refused: false };
   }
 
   /** The deployment-wide part, run by the holder of the lowest shard, fenced by that shard's lease. */
-  async runGlobal(lease: HeldLease): Promise<{ fenced: boolean }> {
+  async runGlobal(lease: HeldLease): Promise<{ refused: boolean }> {
     const { batch, retentionMaxDays } = this.config;
     const steps: [string, (client: pg.PoolClient) => Promise<number>][] = [
       ["partitions_created", (c) => sql.ensureHistoryPartitions(c, 1, this.config.partitionsAheadDays)],
@@ -154,7 +155,7 @@ export class Maintenance {
     for (const [task, step] of steps) {
       for (let round = 0; round < this.config.maxBatchesPerRound; round++) {
         const done = await this.fence(lease, step);
-        if (!done.ok) return { fenced: true };
+        if (!done.ok) return { refused: true };
         this.count(task, done.value);
         if (task.startsWith("partitions") || done.value < batch) break;
       }
@@ -162,6 +163,6 @@ export class Maintenance {
     const backlog = await sql.maintenanceBacklog(this.pool, this.config.archiveAfterMs, 100_000);
     this.metrics.maintenanceBacklog.set({ kind: "jobs_to_archive" }, backlog.archivable);
     this.metrics.maintenanceBacklog.set({ kind: "published_outbox" }, backlog.publishedOutbox);
-    return { fenced: false };
+    return { refused: false };
   }
 }

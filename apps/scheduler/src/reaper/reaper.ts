@@ -26,7 +26,8 @@ export interface ReaperConfig {
 }
 
 export interface ReapResult {
-  fenced: boolean;
+  /** False when the shard lease was no longer ours: nothing was written. */
+  leaseHeld: boolean;
   leasesReaped: number;
   republished: number;
   expired: number;
@@ -115,11 +116,11 @@ export class Reaper {
       },
       (stale) => this.metrics.staleWrites.inc({ shard: String(stale.shard), component: "reaper" }),
     );
-    if (!result.ok) return { fenced: false, leasesReaped: 0, republished: 0, expired: 0 };
+    if (!result.ok) return { leaseHeld: false, leasesReaped: 0, republished: 0, expired: 0 };
     const { rescheduled, ...counts } = result.value;
     for (const r of rescheduled) await this.noteDue(lease.shard, r.tenantId, r.dueAtMs);
     this.metrics.republished.inc(counts.republished);
     this.metrics.expired.inc(counts.expired);
-    return { fenced: true, ...counts };
+    return { leaseHeld: true, ...counts };
   }
 }

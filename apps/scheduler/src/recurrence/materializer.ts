@@ -30,7 +30,7 @@ export class Materializer {
     private readonly noteDue: (shard: number, tenantId: string, dueAtMs: number) => Promise<void>,
   ) {}
 
-  async runShard(lease: HeldLease): Promise<{ fenced: boolean; created: number }> {
+  async runShard(lease: HeldLease): Promise<{ leaseHeld: boolean; created: number }> {
     const due = new Map<string, number>(); // tenant -> earliest occurrence planned
     const result = await withShardFence(
       this.pool,
@@ -87,9 +87,9 @@ export class Materializer {
       },
       (stale) => this.metrics.staleWrites.inc({ shard: String(stale.shard), component: "recurrence" }),
     );
-    if (!result.ok) return { fenced: false, created: 0 };
+    if (!result.ok) return { leaseHeld: false, created: 0 };
     for (const [tenantId, dueAtMs] of due) await this.noteDue(lease.shard, tenantId, dueAtMs).catch(() => {});
     this.metrics.occurrences.inc(result.value);
-    return { fenced: true, created: result.value };
+    return { leaseHeld: true, created: result.value };
   }
 }

@@ -17,7 +17,8 @@ export interface ReplayerConfig {
 }
 
 export interface ReplayRound {
-  fenced: boolean;
+  /** False when the shard lease was no longer ours: nothing was released. */
+  leaseHeld: boolean;
   released: number;
 }
 
@@ -42,7 +43,7 @@ export class Replayer {
   async runShard(lease: HeldLease): Promise<ReplayRound> {
     let released = 0;
     const replays = await sql.openReplaysOfShard(this.pool, lease.shard);
-    if (replays.length === 0) return { fenced: true, released };
+    if (replays.length === 0) return { leaseHeld: true, released };
     // Breakers live in Redis: when it is down, replays go on judged by their failure rate alone.
     const open = replays.some((r) => r.status === "running") ? await this.openDependencies().catch(() => []) : [];
     for (const replay of replays) {
@@ -53,13 +54,13 @@ export class Replayer {
         (client) => this.step(client, replay, open),
         (stale) => this.metrics.staleWrites.inc({ shard: String(stale.shard), component: "replay" }),
       );
-      if (!result.ok) return { fenced: false, released };
+      if (!result.ok) return { leaseHeld: false, released };
       const step = result.value;
       released += step.released;
       if (step.firstDueAt) await this.noteDue(lease.shard, replay.tenant_id, step.firstDueAt.getTime()).catch(() => {});
       if (step.event) this.logger.info({ replayId: replay.id, tenantId: replay.tenant_id, event: step.event, reason: step.reason }, `DLQ replay ${step.event}`);
     }
-    return { fenced: true, released };
+    return { leaseHeld: true, released };
   }
 
   private async step(client: pg.PoolClient, replay: sql.ReplayRow, openDependencies: string[]): Promise<{ released: number; firstDueAt: Date | null; event?: string; reason?: string }> {
