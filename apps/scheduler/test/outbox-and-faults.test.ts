@@ -21,6 +21,30 @@ afterEach(async () => {
 const unpublished = async (w: World) =>
   (await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL`)).rows[0]!.n;
 
+type TestScheduler = ReturnType<World["startScheduler"]>;
+
+/** Three jobs of a new tenant dispatched and published by `s`; their attempt IDs, in order. */
+async function publishThree(s: TestScheduler): Promise<string[]> {
+  await s.init();
+  await s.leaseTick();
+  await w.insertJobs(await w.createTenant(), 3);
+  await s.dispatchOnce();
+  await s.relayOnce();
+  return (await w.pool.query<{ id: string }>(`SELECT id FROM attempts ORDER BY id`)).rows.map((r) => r.id);
+}
+
+/** A worker takes `count` messages and fails them before starting anything (its Postgres is unreachable). */
+async function failWithoutStarting(count: number): Promise<void> {
+  const connection = new Redis(w.redis.url, { maxRetriesPerRequest: null });
+  const failing = new Worker(ATTEMPT_QUEUE, async () => { throw new Error("connect ECONNREFUSED"); }, { connection, prefix: `${w.redis.prefix}:bull` });
+  try {
+    await waitFor(async () => (await w.attemptsQueue.getFailedCount()) === count, { description: "messages failed by the worker" });
+  } finally {
+    await failing.close();
+    await connection.quit();
+  }
+}
+
 describe("outbox relay", () => {
   it("with the broker unreachable, the backlog grows and nothing is marked published; it all drains after", async () => {
     const redisUrl = new URL(w.redis.url);
@@ -125,23 +149,10 @@ describe("reaper", () => {
 
   it("a message consumed without starting its attempt (the worker could not reach Postgres) is re-published under a new message ID, once", async () => {
     const s = w.startScheduler("s", { strandedAfterMs: 200 });
-    await s.init();
-    await s.leaseTick();
-    const t = await w.createTenant();
-    await w.insertJobs(t, 3);
-    await s.dispatchOnce();
-    await s.relayOnce();
-    const attemptIds = (await w.pool.query<{ id: string }>(`SELECT id FROM attempts ORDER BY id`)).rows.map((r) => r.id);
+    const attemptIds = await publishThree(s);
 
     // A worker takes the messages and fails them before starting anything (its Postgres is unreachable).
-    const connection = new Redis(w.redis.url, { maxRetriesPerRequest: null });
-    const failing = new Worker(ATTEMPT_QUEUE, async () => { throw new Error("connect ECONNREFUSED"); }, { connection, prefix: `${w.redis.prefix}:bull` });
-    try {
-      await waitFor(async () => (await w.attemptsQueue.getFailedCount()) === 3, { description: "messages failed by the worker" });
-    } finally {
-      await failing.close();
-      await connection.quit();
-    }
+    await failWithoutStarting(3);
 
     // The same ID would be a no-op for as long as BullMQ keeps the failed message: a new one goes out.
     await waitFor(
@@ -166,13 +177,7 @@ describe("reaper", () => {
 
   it("a message consumed without a start is re-published at the next reaper round, not after SCHEDULER_STRANDED_AFTER (#18); a waiting one is left alone", async () => {
     const s = w.startScheduler("s"); // strandedAfterMs 60 s: only the broker lookup can be this prompt
-    await s.init();
-    await s.leaseTick();
-    const t = await w.createTenant();
-    await w.insertJobs(t, 3);
-    await s.dispatchOnce();
-    await s.relayOnce();
-    const attemptIds = (await w.pool.query<{ id: string }>(`SELECT id FROM attempts ORDER BY id`)).rows.map((r) => r.id);
+    const attemptIds = await publishThree(s);
     const outboxRows = async () => (await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox WHERE kind = 'dispatch'`)).rows[0]!.n;
     // Published long enough ago to be looked up; every message still waits: nothing to re-publish.
     const age = () => w.pool.query(`UPDATE attempts SET dispatched_at = now() - interval '3 seconds'`);
@@ -180,14 +185,7 @@ describe("reaper", () => {
     await s.reapOnce();
     expect(await outboxRows()).toBe(3);
 
-    const connection = new Redis(w.redis.url, { maxRetriesPerRequest: null });
-    const failing = new Worker(ATTEMPT_QUEUE, async () => { throw new Error("connect ECONNREFUSED"); }, { connection, prefix: `${w.redis.prefix}:bull` });
-    try {
-      await waitFor(async () => (await w.attemptsQueue.getFailedCount()) === 3, { description: "messages failed by the worker" });
-    } finally {
-      await failing.close();
-      await connection.quit();
-    }
+    await failWithoutStarting(3);
     await age();
     await s.reapOnce();
     await s.relayOnce();
