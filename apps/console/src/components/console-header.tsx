@@ -11,7 +11,7 @@ const NAV = [
 /** The console's top bar: who is signed in to which tenant (and as what), the pages, sign out. */
 export function ConsoleHeader({ user, membership, current }: { user: ConsoleUser; membership: ConsoleMembership | undefined; current: string }) {
   return (
-    <header className="mb-8 flex items-center justify-between">
+    <header className="mb-8 flex flex-wrap items-center justify-between gap-x-6 gap-y-3">
       <div>
         <h1 className="text-2xl font-semibold">Tick</h1>
         <p className="text-sm text-slate-500">
@@ -19,7 +19,7 @@ export function ConsoleHeader({ user, membership, current }: { user: ConsoleUser
           {membership ? ` · ${membership.tenantName} (${membership.role})` : ""}
         </p>
       </div>
-      <nav className="flex items-center gap-4" aria-label="Console">
+      <nav className="flex flex-wrap items-center gap-x-4 gap-y-2" aria-label="Console">
         {NAV.map((item) => (
           <Link key={item.href} href={item.href} aria-current={item.href === current ? "page" : undefined}
             className={`text-sm hover:underline ${item.href === current ? "font-medium text-slate-900" : "text-slate-600 hover:text-slate-900"}`}>
