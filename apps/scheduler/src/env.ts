@@ -18,8 +18,19 @@ export const schedulerEnvSchema = z
     SCHEDULER_LEASE_RENEW_INTERVAL: durationSchema.default(5_000),
     /** Pool size for the hot-path SQL. */
     SCHEDULER_DB_POOL_SIZE: positiveInt.default(10),
-    /** How often each held shard looks for due work (it is also woken early after publishing). */
+    /**
+     * Longest wait between dispatch rounds when nothing is due: the dispatcher sleeps until the earliest
+     * due time its shards' due index lists, or this long if that is later (a safety net for jobs the index
+     * has not heard of yet).
+     */
     SCHEDULER_DISPATCH_INTERVAL: durationSchema.default(100),
+    /**
+     * Wait between rounds while due work is left that the last round could not take (the broker queue is
+     * full, or the round used its whole batch): short, so a freed place in the queue is filled at once.
+     */
+    SCHEDULER_DISPATCH_BUSY_INTERVAL: durationSchema.default(5),
+    /** Most attempts one broker message carries (a round's claims go out a message per chunk). */
+    SCHEDULER_DISPATCH_CHUNK: positiveInt.max(1_000).default(20),
     /** Most jobs claimed per shard per round. */
     SCHEDULER_DISPATCH_BATCH: positiveInt.max(10_000).default(500),
     /**

@@ -21,6 +21,8 @@ void runService({
         leaseTtlMs: env.SCHEDULER_LEASE_TTL,
         leaseRenewIntervalMs: env.SCHEDULER_LEASE_RENEW_INTERVAL,
         dispatchIntervalMs: env.SCHEDULER_DISPATCH_INTERVAL,
+        dispatchBusyIntervalMs: env.SCHEDULER_DISPATCH_BUSY_INTERVAL,
+        dispatchChunk: env.SCHEDULER_DISPATCH_CHUNK,
         dispatchBatch: env.SCHEDULER_DISPATCH_BATCH,
         maxQueuedPerShard: env.SCHEDULER_MAX_QUEUED_PER_SHARD,
         dispatchRatePerSecond: env.SCHEDULER_DISPATCH_RATE,

@@ -24,6 +24,10 @@ export interface SchedulerConfig {
   leaseTtlMs: number;
   leaseRenewIntervalMs: number;
   dispatchIntervalMs: number;
+  /** Wait between rounds while due work is left (default 5 ms). */
+  dispatchBusyIntervalMs?: number;
+  /** Most attempts per broker message (default 20). */
+  dispatchChunk?: number;
   dispatchBatch: number;
   maxQueuedPerShard: number;
   dispatchRatePerSecond: number;
@@ -70,7 +74,10 @@ const STALL_WARNING_MS = 15_000;
  */
 const UNSTARTED_CHECK_AFTER_MS = 2_000;
 
-/** A loop that runs `step` every `intervalMs` (sooner when woken), never overlapping itself. */
+/**
+ * A loop that runs `step` every `intervalMs` (sooner when woken), never overlapping itself. A step that
+ * knows better (the dispatcher: work is left, or the next job falls due sooner) returns `{ nextInMs }`.
+ */
 class Loop {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
@@ -82,6 +89,11 @@ class Loop {
     private readonly step: () => Promise<unknown>,
     private readonly logger: Logger,
   ) {}
+
+  private nextDelay(result: unknown): number {
+    const next = (result as { nextInMs?: unknown } | undefined)?.nextInMs;
+    return typeof next === "number" && Number.isFinite(next) ? Math.max(0, Math.min(this.intervalMs, next)) : this.intervalMs;
+  }
 
   start(): void {
     this.active = true;
@@ -107,13 +119,16 @@ class Loop {
         () => this.logger.error({ loop: this.name, runningMs: Math.round(performance.now() - started) }, "scheduler loop step has not finished (stalled?)"),
         STALL_WARNING_MS,
       );
+      let delay = this.intervalMs;
       this.running = this.step()
-        .then(() => undefined)
+        .then((result) => {
+          delay = this.nextDelay(result);
+        })
         .catch((err) => this.logger.error({ err, loop: this.name }, "scheduler loop step failed"))
         .finally(() => {
           clearInterval(watchdog);
           this.running = undefined;
-          if (this.active) this.schedule(this.intervalMs);
+          if (this.active) this.schedule(delay);
         });
     }, delay);
   }
@@ -146,7 +161,14 @@ export function createScheduler(deps: SchedulerDeps) {
   const breakers = createBreakers({ redis: deps.indexRedis, prefix: config.redisPrefix });
   const dispatcher = new Dispatcher(
     pool,
-    { holder: config.id, batch: config.dispatchBatch, maxQueuedPerShard: config.maxQueuedPerShard },
+    queues.dispatch,
+    {
+      holder: config.id,
+      batch: config.dispatchBatch,
+      maxQueuedPerShard: config.maxQueuedPerShard,
+      chunkSize: config.dispatchChunk ?? 20,
+      publishTimeoutMs: config.publishTimeoutMs,
+    },
     dispatchRate,
     dueSource,
     logger,
@@ -161,7 +183,7 @@ export function createScheduler(deps: SchedulerDeps) {
     logger,
     metrics,
     (shard, tenantId, dueAtMs) => dueIndex.noteDue(shard, tenantId, dueAtMs).catch(() => {}),
-    async (attemptId) => (await dispatchMessageState(queues.dispatch, attemptId)).deliverable,
+    async (attempt) => (await dispatchMessageState(queues.dispatch, attempt.id, attempt.message_id)).deliverable,
   );
 
   const materializer = new Materializer(
@@ -193,11 +215,27 @@ export function createScheduler(deps: SchedulerDeps) {
     dispatchRate.setRate((config.dispatchRatePerSecond * held.length) / config.shardCount);
     return held;
   };
-  const dispatchOnce = async () => {
-    let total = 0;
-    for (const lease of held) total += (await dispatcher.runShard(lease)).claimed;
-    if (total > 0) relayLoop.wake();
-    return total;
+  /** One round over the held shards; `more`: some shard has due work it could not take yet. */
+  const dispatchRound = async () => {
+    let claimed = 0;
+    let more = false;
+    for (const lease of held) {
+      const round = await dispatcher.runShard(lease);
+      claimed += round.claimed;
+      more ||= round.more;
+    }
+    return { claimed, more };
+  };
+  const dispatchOnce = async () => (await dispatchRound()).claimed;
+  /**
+   * The dispatch loop's step (#18): work left → again after the busy interval; else sleep until the
+   * earliest due time the index lists (the poll interval caps it: jobs the index has not heard of yet).
+   */
+  const dispatchStep = async () => {
+    const { more } = await dispatchRound();
+    if (more) return { nextInMs: config.dispatchBusyIntervalMs ?? 5 };
+    const untilDue = await dueSource.msUntilNextDue(held.map((l) => l.shard));
+    return { nextInMs: untilDue ?? config.dispatchIntervalMs };
   };
   const relayOnce = async () => {
     let total = 0;
@@ -235,7 +273,7 @@ export function createScheduler(deps: SchedulerDeps) {
   };
 
   const leaseLoop = new Loop("leases", config.leaseRenewIntervalMs, leaseTick, logger);
-  const dispatchLoop = new Loop("dispatch", config.dispatchIntervalMs, dispatchOnce, logger);
+  const dispatchLoop = new Loop("dispatch", config.dispatchIntervalMs, dispatchStep, logger);
   const relayLoop = new Loop("relay", Math.max(50, config.dispatchIntervalMs), relayOnce, logger);
   const reaperLoop = new Loop("reaper", config.reaperIntervalMs, reapOnce, logger);
   const reconcileLoop = new Loop("reconcile", config.reconcileIntervalMs, reconcileOnce, logger);

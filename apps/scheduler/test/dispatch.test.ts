@@ -9,7 +9,7 @@ beforeEach(async () => {
 afterEach(async () => w?.close());
 
 describe("dispatch", () => {
-  it("claims due jobs only, into a pending attempt with the next fencing token and an outbox row, and publishes them keyed by attempt ID", async () => {
+  it("claims due jobs only, into a pending attempt with the next fencing token, and publishes them once the claim commits, in chunks that carry each attempt ID (#18: no outbox row)", async () => {
     const s = w.startScheduler("s");
     await s.init();
     await s.leaseTick();
@@ -26,12 +26,20 @@ describe("dispatch", () => {
     expect(rows).toHaveLength(20);
     for (const r of rows) expect(r).toMatchObject({ job_version: 2, fencing_token: "1", number: 1, status: "pending", version: 2, current: r.id });
 
-    expect(await s.relayOnce()).toBe(20);
-    const outbox = await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL`);
+    // Published by the dispatch round itself: no outbox row, nothing left for the relay.
+    const outbox = await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox`);
     expect(outbox.rows[0]!.n).toBe(0);
-    const jobs = await w.attemptsQueue.getJobs(["waiting", "prioritized", "delayed"]);
-    expect(jobs.map((j) => j.id).sort()).toEqual(rows.map((r) => r.id).sort());
-    expect(jobs[0]!.data).toMatchObject({ version: 2, fencingToken: "1", tenantId: t.id });
+    expect(await s.relayOnce()).toBe(0);
+    const messages = await w.attemptsQueue.getJobs(["waiting", "prioritized", "delayed"]);
+    const carried = messages.flatMap((m) => (m.data as { attempts: { attemptId: string }[] }).attempts);
+    expect(carried.map((a) => a.attemptId).sort()).toEqual(rows.map((r) => r.id).sort());
+    expect(carried[0]).toMatchObject({ version: 2, fencingToken: "1", tenantId: t.id });
+    // Each attempt records the message that carries it, so the reaper can ask the broker about it.
+    const recorded = await w.pool.query<{ id: string; message_id: string }>(`SELECT id, message_id FROM attempts`);
+    for (const r of recorded.rows) {
+      const message = messages.find((m) => m.id === `c-${r.message_id}`);
+      expect((message?.data as { attempts: { attemptId: string }[] }).attempts.map((a) => a.attemptId)).toContain(r.id);
+    }
   });
 
   it("skips paused queues, honours queue concurrency and the tenant's in-flight cap, and takes higher priority first", async () => {

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startTcpProxy, waitFor, type TcpProxy } from "@tick/testing";
 import { FaultInjected } from "@tick/runtime";
-import { ATTEMPT_QUEUE } from "@tick/core";
+import { ATTEMPT_QUEUE, attemptsOfMessage } from "@tick/core";
 import { sql } from "@tick/db";
 import { Worker } from "bullmq";
 import { Redis } from "ioredis";
@@ -23,14 +23,22 @@ const unpublished = async (w: World) =>
 
 type TestScheduler = ReturnType<World["startScheduler"]>;
 
-/** Three jobs of a new tenant dispatched and published by `s`; their attempt IDs, in order. */
+/** Three jobs of a new tenant dispatched and published by `s` (one chunk message); their attempt IDs, in order. */
 async function publishThree(s: TestScheduler): Promise<string[]> {
   await s.init();
   await s.leaseTick();
   await w.insertJobs(await w.createTenant(), 3);
   await s.dispatchOnce();
-  await s.relayOnce();
   return (await w.pool.query<{ id: string }>(`SELECT id FROM attempts ORDER BY id`)).rows.map((r) => r.id);
+}
+
+/** Makes every attempt look published long enough ago for the reaper to ask the broker about it. */
+const ageAttempts = () => w.pool.query(`UPDATE attempts SET dispatched_at = now() - interval '3 seconds'`);
+
+/** The attempt IDs carried by the messages in these broker states. */
+async function carriedAttempts(states: ("waiting" | "prioritized" | "delayed")[] = ["waiting", "prioritized"]): Promise<string[]> {
+  const messages = await w.attemptsQueue.getJobs(states);
+  return messages.flatMap((m) => attemptsOfMessage(m.data).map((a) => (a as { attemptId: string }).attemptId)).sort();
 }
 
 /** A worker takes `count` messages and fails them before starting anything (its Postgres is unreachable). */
@@ -45,8 +53,8 @@ async function failWithoutStarting(count: number): Promise<void> {
   }
 }
 
-describe("outbox relay", () => {
-  it("with the broker unreachable, the backlog grows and nothing is marked published; it all drains after", async () => {
+describe("dispatch publication and the outbox relay", () => {
+  it("with the broker unreachable, the claims stay pending in Postgres, nothing is lost, and they are all published once it is back", async () => {
     const redisUrl = new URL(w.redis.url);
     proxy = await startTcpProxy({ targetHost: redisUrl.hostname, targetPort: Number(redisUrl.port || 6379) });
     const s = w.startScheduler("s", {}, { redisUrl: proxy.url(w.redis.url) });
@@ -56,33 +64,39 @@ describe("outbox relay", () => {
     await w.insertJobs(t, 40);
 
     proxy.cut();
+    // The claims commit; their publish fails (timed out): counted, and the attempts stay pending.
     expect(await s.dispatchOnce()).toBe(40);
-    // The publish fails: rows stay unpublished (and are deferred with a retry time), none is lost.
-    expect(await s.relayOnce()).toBe(0);
-    expect(await unpublished(w)).toBe(40);
     const failures = await s.metrics.publishFailures.get();
     expect(failures.values[0]?.value ?? 0).toBeGreaterThanOrEqual(1);
-    const backlog = await s.metrics.outboxBacklog.get();
-    expect(backlog.values[0]?.value).toBe(40);
+    expect(await statusCounts(w.pool)).toEqual({ dispatched: 40 });
 
     proxy.restore();
+    await ageAttempts();
     await waitFor(
       async () => {
+        await s.reapOnce();
         await s.relayOnce();
-        return (await unpublished(w)) === 0;
+        return (await unpublished(w)) === 0 && new Set(await carriedAttempts()).size === 40;
       },
-      { timeoutMs: 45_000, intervalMs: 200, description: "outbox drained after the broker came back" },
+      { timeoutMs: 45_000, intervalMs: 200, description: "every claim published after the broker came back" },
     );
-    expect(await w.attemptsQueue.count()).toBe(40);
+    // Every attempt is in a message (the timed-out chunk may still have landed late: a second copy of an
+    // attempt is discarded by the worker's start, S5).
+    const attempts = (await w.pool.query<{ id: string }>(`SELECT id FROM attempts ORDER BY id`)).rows.map((r) => r.id);
+    expect([...new Set(await carriedAttempts())]).toEqual(attempts);
   });
 
-  it("a crash after publish but before marking re-publishes the same attempt IDs, which the broker treats as duplicates", async () => {
-    const s = w.startScheduler("s", {}, { faults: "relay.after-publish-before-mark:throw" });
+  it("a relay crash after publish but before marking re-publishes the same message IDs, which the broker treats as duplicates", async () => {
+    // Outbox rows for dispatch are re-publishes now: made here by a dispatch whose own publish never happened.
+    const s = w.startScheduler("s", {}, { faults: "dispatch.after-commit:throw,relay.after-publish-before-mark:throw" });
     await s.init();
     await s.leaseTick();
     const t = await w.createTenant();
     await w.insertJobs(t, 10);
-    await s.dispatchOnce();
+    await expect(s.dispatchOnce()).rejects.toBeInstanceOf(FaultInjected);
+    await ageAttempts();
+    await s.reapOnce();
+    expect(await unpublished(w)).toBe(10);
     await expect(s.relayOnce()).rejects.toBeInstanceOf(FaultInjected);
     expect(await unpublished(w)).toBe(10); // the mark rolled back with the "crash"
     expect(await w.attemptsQueue.count()).toBe(10); // but the messages went out
@@ -91,7 +105,7 @@ describe("outbox relay", () => {
     expect(await w.attemptsQueue.count()).toBe(10); // ... and still one message per attempt ID
   });
 
-  it("a crash after the claim commits but before publishing strands nothing: the outbox row is there for the relay", async () => {
+  it("a crash after the claim commits but before publishing strands nothing: the pending attempts are re-published at the next reaper round", async () => {
     const s = w.startScheduler("s", {}, { faults: "dispatch.after-commit:throw" });
     await s.init();
     await s.leaseTick();
@@ -99,8 +113,13 @@ describe("outbox relay", () => {
     await w.insertJobs(t, 10);
     await expect(s.dispatchOnce()).rejects.toBeInstanceOf(FaultInjected);
     expect(await statusCounts(w.pool)).toEqual({ dispatched: 10 });
+    expect(await w.attemptsQueue.count()).toBe(0);
+    await ageAttempts();
+    await s.reapOnce();
     expect(await s.relayOnce()).toBe(10);
     expect(await w.attemptsQueue.count()).toBe(10);
+    const attempts = (await w.pool.query<{ id: string }>(`SELECT id FROM attempts ORDER BY id`)).rows.map((r) => r.id);
+    expect(await carriedAttempts()).toEqual(attempts);
   });
 
   it("a crash before the claim commits leaves the jobs scheduled for the next round", async () => {
@@ -124,8 +143,7 @@ describe("reaper", () => {
     const t = await w.createTenant();
     await w.insertJobs(t, 30);
     await s.dispatchOnce();
-    await s.relayOnce();
-    const before = (await w.attemptsQueue.getJobs(["waiting", "prioritized"])).map((j) => j.id).sort();
+    const before = await carriedAttempts();
     expect(before).toHaveLength(30);
 
     // Lose every broker message (a flush of this test's keys).
@@ -140,19 +158,21 @@ describe("reaper", () => {
       },
       { timeoutMs: 20_000, intervalMs: 100, description: "stranded attempts re-published" },
     );
+    // One message per lost attempt, under its attempt ID.
     const after = (await w.attemptsQueue.getJobs(["waiting", "prioritized"])).map((j) => j.id).sort();
     expect(after).toEqual(before);
+    expect(await carriedAttempts()).toEqual(before);
     expect(await statusCounts(w.pool)).toEqual({ dispatched: 30 });
     const attempts = await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM attempts`);
     expect(attempts.rows[0]!.n).toBe(30);
   });
 
-  it("a message consumed without starting its attempt (the worker could not reach Postgres) is re-published under a new message ID, once", async () => {
+  it("a message consumed without starting its attempts (the worker could not reach Postgres) is re-published under new message IDs, once", async () => {
     const s = w.startScheduler("s", { strandedAfterMs: 200 });
     const attemptIds = await publishThree(s);
 
-    // A worker takes the messages and fails them before starting anything (its Postgres is unreachable).
-    await failWithoutStarting(3);
+    // A worker takes the chunk and fails it before starting anything (its Postgres is unreachable).
+    await failWithoutStarting(1);
 
     // The same ID would be a no-op for as long as BullMQ keeps the failed message: a new one goes out.
     await waitFor(
@@ -163,15 +183,16 @@ describe("reaper", () => {
       },
       { timeoutMs: 20_000, intervalMs: 100, description: "stranded attempts re-published" },
     );
+    // The chunk's ID was the only one used: each attempt goes out alone under its own ID.
     const waiting = async () => (await w.attemptsQueue.getJobs(["waiting", "prioritized"])).map((j) => j.id).sort();
-    expect(await waiting()).toEqual(attemptIds.map((id) => `${id}-r1`).sort());
+    expect(await waiting()).toEqual([...attemptIds].sort());
 
     // Stranded again while that message still waits: its ID is reused (a no-op), not a third copy.
     await new Promise((r) => setTimeout(r, 300));
     await s.reapOnce();
     await s.relayOnce();
-    expect((await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox WHERE kind = 'dispatch'`)).rows[0]!.n).toBe(9);
-    expect(await waiting()).toEqual(attemptIds.map((id) => `${id}-r1`).sort());
+    expect((await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox WHERE kind = 'dispatch'`)).rows[0]!.n).toBe(6);
+    expect(await waiting()).toEqual([...attemptIds].sort());
     expect(await statusCounts(w.pool)).toEqual({ dispatched: 3 });
   });
 
@@ -179,20 +200,25 @@ describe("reaper", () => {
     const s = w.startScheduler("s"); // strandedAfterMs 60 s: only the broker lookup can be this prompt
     const attemptIds = await publishThree(s);
     const outboxRows = async () => (await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox WHERE kind = 'dispatch'`)).rows[0]!.n;
-    // Published long enough ago to be looked up; every message still waits: nothing to re-publish.
-    const age = () => w.pool.query(`UPDATE attempts SET dispatched_at = now() - interval '3 seconds'`);
-    await age();
+    // Published long enough ago to be looked up; the chunk still waits: nothing to re-publish.
+    await ageAttempts();
+    await s.reapOnce();
+    expect(await outboxRows()).toBe(0);
+
+    await failWithoutStarting(1);
+    await ageAttempts();
+    await s.reapOnce();
+    await s.relayOnce();
+    expect((await w.attemptsQueue.getJobs(["waiting", "prioritized"])).map((j) => j.id).sort()).toEqual([...attemptIds].sort());
+    // The re-publish restarted the clock: the next round looks them up again only 2 s later.
     await s.reapOnce();
     expect(await outboxRows()).toBe(3);
-
-    await failWithoutStarting(3);
-    await age();
+    // Consumed without a start once more: now under the next ID of each attempt's own.
+    await failWithoutStarting(4);
+    await ageAttempts();
     await s.reapOnce();
     await s.relayOnce();
     expect((await w.attemptsQueue.getJobs(["waiting", "prioritized"])).map((j) => j.id).sort()).toEqual(attemptIds.map((id) => `${id}-r1`).sort());
-    // The re-publish restarted the clock: the next round looks them up again only 2 s later.
-    await s.reapOnce();
-    expect(await outboxRows()).toBe(6);
     expect(await statusCounts(w.pool)).toEqual({ dispatched: 3 });
   });
 

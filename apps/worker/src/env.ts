@@ -16,8 +16,12 @@ export const workerEnvSchema = z
     WORKER_LEASE_TTL: durationSchema.default(30_000),
     /** Heartbeat renewing the lease; at most a third of the TTL so two missed beats still keep it. */
     WORKER_HEARTBEAT_INTERVAL: durationSchema.default(10_000),
-    /** How long the first start or completion of a batch waits for the worker's other attempts' (one statement for all). */
-    WORKER_BATCH_FLUSH_INTERVAL: durationSchema.default(5),
+    /**
+     * How long the first start or completion of a batch waits for the worker's other attempts even when no
+     * batch is in flight. 0 (the default): group commit only, rows that arrive while a batch statement runs
+     * go out together once it returns.
+     */
+    WORKER_BATCH_LINGER: durationSchema.default(0),
     WORKER_DB_POOL_SIZE: positiveInt.default(10),
     /** Response bytes kept from a target (the rest is read and dropped). */
     WORKER_MAX_RESPONSE_BYTES: positiveInt.default(65_536),

@@ -19,7 +19,7 @@ void runService({
         concurrency: env.WORKER_CONCURRENCY,
         leaseMs: env.WORKER_LEASE_TTL,
         heartbeatMs: env.WORKER_HEARTBEAT_INTERVAL,
-        batchFlushMs: env.WORKER_BATCH_FLUSH_INTERVAL,
+        batchLingerMs: env.WORKER_BATCH_LINGER,
         allowedCidrs: env.TICK_SSRF_ALLOWED_CIDRS,
         maxResponseBytes: env.WORKER_MAX_RESPONSE_BYTES,
         shutdownGraceMs: env.WORKER_SHUTDOWN_GRACE,

@@ -7,8 +7,9 @@ import { ensureSigningSecrets } from "@tick/db";
 import { NO_FAULTS, type ServiceDeps } from "@tick/runtime";
 import { createAttemptCompleter } from "./execution/attempt-completer.js";
 import { createLeaseKeeper } from "./execution/attempt-lease.js";
-import { runAttempt } from "./execution/attempt-runner.js";
+import { runAttempt, runMessage } from "./execution/attempt-runner.js";
 import { createAttemptStarter } from "./execution/attempt-starter.js";
+import { createCallSlots } from "./execution/call-slots.js";
 import { deliverWebhook } from "./execution/webhook-delivery.js";
 import { createHttpCaller } from "./execution/http-call.js";
 import { createWorkerMetrics } from "./metrics.js";
@@ -16,11 +17,14 @@ import { createWorkerMetrics } from "./metrics.js";
 export interface WorkerConfig {
   id: string;
   redisPrefix: string;
+  /** Attempts starting or calling their target at once. */
   concurrency: number;
+  /** Messages held beyond `concurrency` (default: as many): their broker hand-over and completion overlap the calls. */
+  prefetch?: number;
   leaseMs: number;
   heartbeatMs: number;
-  /** How long the first start or completion of a batch waits for others (default 5 ms). */
-  batchFlushMs?: number;
+  /** How long the first start or completion of a batch waits for others when none is in flight (default 0). */
+  batchLingerMs?: number;
   allowedCidrs: readonly Cidr[];
   maxResponseBytes: number;
   shutdownGraceMs: number;
@@ -50,12 +54,13 @@ export function createAttemptWorker(deps: WorkerDeps) {
     return secrets;
   };
   // Starts, completions and lease renewals of the concurrent attempts go to Postgres together.
-  const batch = { flushMs: config.batchFlushMs ?? 5, maxBatch: config.concurrency };
+  const batch = { lingerMs: config.batchLingerMs ?? 0, maxBatch: config.concurrency };
   const starter = createAttemptStarter({ pool, logger, workerId: config.id, leaseMs: config.leaseMs, ...batch });
   const completer = createAttemptCompleter({ pool, logger, ...batch });
   const leases = createLeaseKeeper({ pool, leaseMs: config.leaseMs, heartbeatMs: config.heartbeatMs });
   const runnerDeps = {
     pool,
+    slots: createCallSlots(config.concurrency),
     starter,
     completer,
     leases,
@@ -77,10 +82,10 @@ export function createAttemptWorker(deps: WorkerDeps) {
     /** Runs one message directly (tests). */
     run: (data: unknown) => runAttempt(runnerDeps, runnerConfig, data),
     start() {
-      worker = new Worker(ATTEMPT_QUEUE, (job) => runAttempt(runnerDeps, runnerConfig, job.data), {
+      worker = new Worker(ATTEMPT_QUEUE, (job) => runMessage(runnerDeps, runnerConfig, job.data), {
         connection: deps.redis,
         prefix: `${config.redisPrefix}:bull`,
-        concurrency: config.concurrency,
+        concurrency: config.concurrency + (config.prefetch ?? config.concurrency),
         // Retries and lost workers are handled in Postgres (leases, reaper); a stalled message that
         // BullMQ hands out again is recognised by its attempt ID and discarded.
         maxStalledCount: 1,

@@ -112,7 +112,7 @@ describe("batched starts", () => {
 
   it("the starter hands back null for a row the batch did not start (the single path decides)", async () => {
     const rows = await dispatchedJobs(2);
-    const starter = createAttemptStarter({ pool, logger: quiet, workerId: "w1", leaseMs: 30_000, flushMs: 5, maxBatch: 50 });
+    const starter = createAttemptStarter({ pool, logger: quiet, workerId: "w1", leaseMs: 30_000, lingerMs: 5, maxBatch: 50 });
     const before = performance.now();
     const [a, b] = await Promise.all([starter.start(rows[0]!), starter.start({ ...rows[1]!, version: 9 })]);
     expect(a?.started.job_id).toBe(rows[0]!.jobId);
@@ -123,7 +123,7 @@ describe("batched starts", () => {
 
   it("a message delivered twice into one batch is started for one of its callers only", async () => {
     const [row] = await dispatchedJobs(1);
-    const starter = createAttemptStarter({ pool, logger: quiet, workerId: "w1", leaseMs: 30_000, flushMs: 5, maxBatch: 50 });
+    const starter = createAttemptStarter({ pool, logger: quiet, workerId: "w1", leaseMs: 30_000, lingerMs: 5, maxBatch: 50 });
     const results = await Promise.all([starter.start(row!), starter.start(row!)]);
     expect(results.filter((r) => r !== null)).toHaveLength(1);
   });
@@ -175,7 +175,7 @@ describe("batched completions", () => {
   it("a row whose data makes the batch fail costs only that row: the others commit one by one", async () => {
     const rows = await dispatchedJobs(3);
     const s = await startAll(rows);
-    const completer = createAttemptCompleter({ pool, logger: quiet, flushMs: 5, maxBatch: 50, retries: 1 });
+    const completer = createAttemptCompleter({ pool, logger: quiet, lingerMs: 5, maxBatch: 50, retries: 1 });
     // jsonb refuses \u0000, so the whole batch statement fails.
     const bad = success(s[1]!, rows[1]!.attemptId, { result: { body: "\u0000" } });
     const settled = await Promise.allSettled([completer.complete(success(s[0]!, rows[0]!.attemptId)), completer.complete(bad), completer.complete(success(s[2]!, rows[2]!.attemptId))]);
@@ -197,7 +197,7 @@ describe("batched completions", () => {
       await cutPool.query("SELECT 1");
       // The batch statement reaches Postgres and commits; its answer never comes back.
       const sprung = proxy.cutAfterRequest((chunk) => chunk.includes("unnest"));
-      const completer = createAttemptCompleter({ pool: cutPool, logger: quiet, flushMs: 5, maxBatch: 50 });
+      const completer = createAttemptCompleter({ pool: cutPool, logger: quiet, lingerMs: 5, maxBatch: 50 });
       const results = await Promise.all(rows.map((r, i) => completer.complete(success(s[i]!, r.attemptId))));
       await sprung;
       expect(results.map((r) => [r.won, r.status])).toEqual(rows.map(() => [true, "succeeded"]));
@@ -213,7 +213,7 @@ describe("batched completions", () => {
   it("a completion is not acknowledged before its batch commits", async () => {
     const rows = await dispatchedJobs(2);
     const s = await startAll(rows);
-    const completer = createAttemptCompleter({ pool, logger: quiet, flushMs: 5, maxBatch: 50 });
+    const completer = createAttemptCompleter({ pool, logger: quiet, lingerMs: 5, maxBatch: 50 });
     // Hold the first job's row lock, so the batch statement (both rows) waits on it.
     const holder = await pool.connect();
     try {

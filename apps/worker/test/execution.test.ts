@@ -1,5 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { Redis } from "ioredis";
+import { ATTEMPT_QUEUE } from "@tick/core";
 import { sql } from "@tick/db";
 import { waitFor } from "@tick/testing";
 import { metricValue, type ProcessWorld, useProcessWorld } from "./harness.js";
@@ -126,9 +128,18 @@ describe("execution (real scheduler and worker processes, a recording sink)", ()
     await w.startScheduler();
     const t = await w.createTenant();
     const id = await w.createJob(t, sink.url("/never"));
-    await waitFor(async () => (await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox WHERE job_id = $1 AND published_at IS NOT NULL`, [id])).rows[0]?.n === 1, {
-      description: "dispatched and published",
-    });
+    // Dispatched, and its message in the broker (published right after the claim commits, #18).
+    const broker = new Redis(w.redis.url);
+    try {
+      await waitFor(
+        async () =>
+          (await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM attempts WHERE job_id = $1 AND status = 'pending'`, [id])).rows[0]?.n === 1 &&
+          (await broker.zcard(`${w.redis.prefix}:bull:${ATTEMPT_QUEUE}:prioritized`)) === 1,
+        { description: "dispatched and published" },
+      );
+    } finally {
+      broker.disconnect();
+    }
     expect((await sql.cancelJobBeforeStart(w.pool, t.id, id))?.status).toBe("cancelled");
     const worker = await w.startWorker();
     await waitFor(async () => (await metricValue(worker.healthPort, 'tick_messages_discarded_total{reason="cancelled"')) === 1, {

@@ -37,6 +37,20 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now + tonumber(ARGV[1]), 'LIMIT', 0, tonumber(ARGV[2]))
 `;
 
+const NEXT_DUE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
+local best = -1
+for i = 1, #KEYS do
+  local next = redis.call('ZRANGEBYSCORE', KEYS[i], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  if next[2] then
+    local wait = tonumber(next[2]) - now
+    if best < 0 or wait < best then best = wait end
+  end
+end
+return best
+`;
+
 const FINISH_REBUILD = `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
@@ -49,6 +63,8 @@ type Scripts = Redis & {
   tickNoteDue(zset: string, gens: string, tenant: string, dueMs: number): Promise<number>;
   tickSettleDue(zset: string, gens: string, tenant: string, gen: string, nextMs: string): Promise<number>;
   tickDueTenants(zset: string, leewayMs: number, limit: number): Promise<string[]>;
+  /** numberOfKeys first (defined without a fixed count), then the keys, then the offset. */
+  tickNextDue(numberOfKeys: number, ...args: (string | number)[]): Promise<number>;
 };
 
 export interface DueIndexOptions {
@@ -63,6 +79,7 @@ export function createDueIndex({ redis, prefix }: DueIndexOptions) {
     r.defineCommand("tickSettleDue", { numberOfKeys: 2, lua: SETTLE });
     r.defineCommand("tickDueTenants", { numberOfKeys: 1, lua: DUE_TENANTS });
     r.defineCommand("tickFinishRebuild", { numberOfKeys: 2, lua: FINISH_REBUILD });
+    r.defineCommand("tickNextDue", { lua: NEXT_DUE });
   }
   const keys = (shard: number) => ({
     zset: `${prefix}:due:${shard}:tenants`,
@@ -108,6 +125,17 @@ export function createDueIndex({ redis, prefix }: DueIndexOptions) {
     async finishRebuild(shard: number, token: string): Promise<boolean> {
       const k = keys(shard);
       return (await r.tickFinishRebuild(k.rebuilding, k.built, token)) === 1;
+    },
+    /**
+     * How long until the next due time (database ms) noted in any of these shards' indexes that is still
+     * ahead, by Redis' clock plus `offsetMs` (the database's lead on Redis); null when none lies ahead.
+     * Tenants already due are left out: the dispatcher just had its round, so one still listed is held
+     * (its in-flight cap, a paused queue, an open breaker) and must not make it spin.
+     */
+    async msUntilNextDue(shards: readonly number[], offsetMs: number): Promise<number | null> {
+      if (shards.length === 0) return null;
+      const wait = await r.tickNextDue(shards.length, ...shards.map((shard) => keys(shard).zset), offsetMs);
+      return wait < 0 ? null : wait;
     },
     /** Every tenant in the index of a shard with its score (for reconciliation). */
     async entries(shard: number): Promise<Map<string, number>> {

@@ -1,5 +1,7 @@
+import { randomUUID } from "node:crypto";
 import type pg from "pg";
-import { DeficitRoundRobin } from "@tick/core";
+import type { Queue } from "bullmq";
+import { DeficitRoundRobin, dispatchChunkId, type AttemptChunkMessage, type AttemptMessage } from "@tick/core";
 import { sql } from "@tick/db";
 import type { FaultPoints, Logger } from "@tick/runtime";
 import { withShardFence } from "../leases/shard-fence.js";
@@ -12,6 +14,10 @@ export interface DispatcherConfig {
   holder: string;
   batch: number;
   maxQueuedPerShard: number;
+  /** Most attempts per broker message (#18); 1 sends a message per attempt. */
+  chunkSize: number;
+  /** A publish not answered within this counts as failed: the reaper re-publishes what it carried. */
+  publishTimeoutMs: number;
 }
 
 export interface DispatchRound {
@@ -19,19 +25,39 @@ export interface DispatchRound {
   claimed: number;
   /** False when the shard lease was no longer ours: nothing was written. */
   leaseHeld: boolean;
+  /**
+   * Due work may be left that this round could not take: the broker queue was full, the round used its
+   * whole budget, or the rate limit ran out. The dispatcher comes back soon instead of waiting a poll.
+   */
+  more: boolean;
   perTenant: Map<string, number>;
 }
 
+/** Rank units per unstarted attempt of a weight-1 tenant (ranks are integers; weights may be fractional). */
+const RANK_UNIT = 1_000;
+/** BullMQ's largest priority; ranks are capped there. */
+const MAX_RANK = 2_097_152;
+
+/** How the broker keeps a dispatch message (the attempt ID makes a duplicate publish a no-op, S5). */
+export const DISPATCH_MESSAGE_OPTIONS = {
+  attempts: 1, // retries are decided in Postgres, never by the broker
+  removeOnComplete: { age: 3600 }, // kept an hour so a late re-publish of the same id stays a no-op
+  removeOnFail: { age: 24 * 3600 },
+} as const;
+
 /**
  * One dispatch round for a shard: how much may go out (shallow broker queue, global rate), who gets
- * it (weighted deficit round robin across tenants with due work, each within its in-flight cap), and
- * the claims themselves, in one transaction fenced by the shard lease.
+ * it (weighted deficit round robin across tenants with due work, each within its in-flight cap), the
+ * claims themselves, in one transaction fenced by the shard lease, and, once that has committed, the
+ * broker messages (#18: no outbox row; the pending attempts are the durable record, and the reaper
+ * re-publishes any whose message never reached a worker).
  */
 export class Dispatcher {
   private readonly fairness = new Map<number, DeficitRoundRobin>();
 
   constructor(
     private readonly pool: pg.Pool,
+    private readonly queue: Queue,
     private readonly config: DispatcherConfig,
     private readonly rate: RateLimiter,
     private readonly dueSource: DueTenantSource,
@@ -43,20 +69,25 @@ export class Dispatcher {
   ) {}
 
   async runShard(lease: HeldLease): Promise<DispatchRound> {
-    const round: DispatchRound = { shard: lease.shard, claimed: 0, leaseHeld: true, perTenant: new Map() };
-    if (this.rate.available() <= 0) return round;
+    const round: DispatchRound = { shard: lease.shard, claimed: 0, leaseHeld: true, more: false, perTenant: new Map() };
+    if (this.rate.available() <= 0) return { ...round, more: true };
     // Who is due first (the Redis index answers without touching Postgres): an idle shard costs no query.
     const { tenants: due, mode, generations } = await this.dueSource.find(lease.shard);
     if (due.length === 0) return round;
     const queued = await sql.countQueuedAttempts(this.pool, lease.shard);
-    let budget = Math.min(this.config.batch, this.config.maxQueuedPerShard - queued, this.rate.available());
-    if (budget <= 0) return round;
+    let budget = Math.min(this.config.batch, this.config.maxQueuedPerShard - queued.total, this.rate.available());
+    if (budget <= 0) return { ...round, more: true };
+    const initialBudget = budget;
     const heldDependencies = await this.openDependencies().catch(() => []);
 
     const drr = this.fairness.get(lease.shard) ?? new DeficitRoundRobin();
     this.fairness.set(lease.shard, drr);
     const room = new Map(due.map((t) => [t.tenant_id, Math.max(0, t.max_in_flight - t.in_flight)]));
     const weights = new Map(due.map((t) => [t.tenant_id, t.weight]));
+    // Every attempt of the round is carried by one of these messages, in claim order.
+    const chunkSize = Math.max(1, this.config.chunkSize);
+    const chunks: sql.ClaimChunks = { ids: Array.from({ length: Math.ceil(budget / chunkSize) }, () => randomUUID()), size: chunkSize, offset: 0 };
+    const claimedRows: sql.ClaimedJob[] = [];
 
     const result = await withShardFence(
       this.pool,
@@ -71,7 +102,9 @@ export class Dispatcher {
           const allocation = drr.allocate(candidates, budget);
           if (allocation.size === 0) break;
           for (const [tenantId, n] of allocation) {
-            const claimed = await sql.claimDueJobs(client, { shard: lease.shard, epoch: lease.epoch, tenantId, limit: n, heldDependencies });
+            const claimed = await sql.claimDueJobs(client, { shard: lease.shard, epoch: lease.epoch, tenantId, limit: n, heldDependencies, chunks });
+            chunks.offset += claimed.length;
+            claimedRows.push(...claimed);
             round.perTenant.set(tenantId, (round.perTenant.get(tenantId) ?? 0) + claimed.length);
             round.claimed += claimed.length;
             budget -= claimed.length;
@@ -87,15 +120,76 @@ export class Dispatcher {
       },
     );
     if (!result.ok) return { ...round, claimed: 0, leaseHeld: false, perTenant: new Map() };
+    this.faults.hit("dispatch.after-commit");
+    await this.publish(lease, claimedRows, queued.byTenant, weights);
     // Tenants that ran out of due work get their next due time in the index.
     if (mode === "index") {
       for (const [tenantId, left] of room) {
         if (left === 0 && generations.has(tenantId)) await this.dueSource.settle(lease.shard, tenantId, generations.get(tenantId)!);
       }
     }
-    this.faults.hit("dispatch.after-commit");
     this.rate.take(round.claimed);
     this.metrics.dispatched.inc({ shard: String(lease.shard) }, round.claimed);
+    round.more = round.claimed > 0 && round.claimed >= initialBudget;
     return round;
+  }
+
+  /**
+   * Sends the committed claims to the broker, a message per chunk. Each attempt carries its fair rank: its
+   * place among its tenant's unstarted attempts of the shard (those queued before the round, then this
+   * round's in claim order), divided by the tenant's weight. A failed publish loses nothing: the attempts
+   * are pending in Postgres, and the reaper re-publishes them once the broker says it cannot deliver them.
+   */
+  private async publish(lease: HeldLease, rows: sql.ClaimedJob[], queuedBefore: Map<string, number>, weights: Map<string, number>): Promise<void> {
+    if (rows.length === 0) return;
+    const position = new Map(queuedBefore);
+    const messages = new Map<string, AttemptMessage[]>();
+    for (const row of rows) {
+      const place = (position.get(row.tenant_id) ?? 0) + 1;
+      position.set(row.tenant_id, place);
+      const rank = Math.min(MAX_RANK, Math.floor((place * RANK_UNIT) / Math.max(weights.get(row.tenant_id) ?? 1, 0.001)));
+      const attempt: AttemptMessage = {
+        jobId: row.id,
+        attemptId: row.attempt_id,
+        tenantId: row.tenant_id,
+        version: row.version,
+        fencingToken: row.fencing_token,
+        shard: lease.shard,
+        epoch: lease.epoch,
+        dependency: row.dependency_key,
+        attemptCount: row.attempt_count,
+        rank,
+      };
+      const id = dispatchChunkId(row.message_id!);
+      const chunk = messages.get(id);
+      if (chunk) chunk.push(attempt);
+      else messages.set(id, [attempt]);
+    }
+    const bulk = [...messages].map(([jobId, attempts]) => ({
+      name: "dispatch",
+      data: { attempts } satisfies AttemptChunkMessage,
+      // The broker serves the lowest priority first: a chunk led by a quiet tenant's attempt goes ahead.
+      opts: { jobId, priority: Math.max(1, Math.min(...attempts.map((a) => a.rank ?? 0))), ...DISPATCH_MESSAGE_OPTIONS },
+    }));
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const publish = this.queue.addBulk(bulk);
+      publish.catch(() => {}); // a late failure after the timeout is already handled
+      await Promise.race([
+        publish,
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`broker did not answer within ${this.config.publishTimeoutMs} ms`)), this.config.publishTimeoutMs);
+        }),
+      ]);
+      this.metrics.published.inc({ kind: "dispatch" }, rows.length);
+    } catch (err) {
+      this.metrics.publishFailures.inc();
+      this.logger.warn(
+        { err: (err as Error).message, shard: lease.shard, attempts: rows.length },
+        "dispatch publish failed; the attempts are pending in Postgres and the reaper re-publishes them",
+      );
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }

@@ -75,6 +75,22 @@ export class DueTenantSource {
     }
   }
 
+  /**
+   * How long until the next job noted in these shards' indexes falls due, by the database clock; null when
+   * nothing ahead is listed or Redis does not answer (the dispatcher then waits its poll interval). The
+   * dispatcher sleeps this long, not a whole poll interval.
+   */
+  async msUntilNextDue(shards: readonly number[]): Promise<number | null> {
+    if (shards.length === 0) return null;
+    try {
+      if (this.clockOffsetMs === null) await this.calibrate();
+      return await this.index.msUntilNextDue(shards, Math.round(this.clockOffsetMs ?? 0));
+    } catch (err) {
+      this.warnRedis(err);
+      return null;
+    }
+  }
+
   /** Tenants Postgres says are due but the index does not list: put them back (and count the repair). */
   async reconcile(shard: number): Promise<number> {
     try {

@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { Queue } from "bullmq";
-import { dispatchMessageId } from "@tick/core";
+import { dispatchChunkId, dispatchMessageId } from "@tick/core";
 import { inTransaction, sql } from "@tick/db";
 import type { FaultPoints, Logger } from "@tick/runtime";
 import type { RateLimiter } from "../dispatch/rate-limiter.js";
@@ -49,7 +49,12 @@ const MAX_GENERATIONS = 16;
  * after taking it and BullMQ gave up on it), under the next ID: the same ID would be a no-op for as long
  * as the broker keeps the finished message, and the attempt would wait that long.
  */
-export async function dispatchMessageState(queue: Queue, attemptId: string): Promise<{ republishAs: string; deliverable: boolean }> {
+export async function dispatchMessageState(queue: Queue, attemptId: string, chunkId: string | null = null): Promise<{ republishAs: string; deliverable: boolean }> {
+  // Claimed since #18, the attempt first went out in a chunk message: while that can still be delivered,
+  // so can the attempt (a worker runs every attempt of a chunk it takes).
+  if (chunkId !== null && DELIVERABLE.has(await queue.getJobState(dispatchChunkId(chunkId)))) {
+    return { republishAs: dispatchMessageId(attemptId, 0), deliverable: true };
+  }
   let newest: { id: string; generation: number; state: string } | null = null;
   for (let g = 0; g < MAX_GENERATIONS; g++) {
     const id = dispatchMessageId(attemptId, g);

@@ -50,7 +50,7 @@ export class Reaper {
     /** Called after commit for each job put back to scheduled, so the due index learns about it. */
     private readonly noteDue: (shard: number, tenantId: string, dueAtMs: number) => Promise<void> = async () => {},
     /** Whether the attempt's newest broker message can still reach a worker; throws when the broker cannot say. */
-    private readonly messageDeliverable: (attemptId: string) => Promise<boolean> = async () => true,
+    private readonly messageDeliverable: (attempt: { id: string; message_id: string | null }) => Promise<boolean> = async () => true,
   ) {}
 
   /**
@@ -59,10 +59,10 @@ export class Reaper {
    * none: the stranded re-publish still covers them.
    */
   private async undeliverable(shard: number): Promise<string[]> {
-    const ids = await sql.findUnstartedAttempts(this.pool, shard, this.config.unstartedCheckAfterMs, UNSTARTED_CHECKED_PER_ROUND);
-    if (ids.length === 0) return [];
+    const unstarted = await sql.findUnstartedAttempts(this.pool, shard, this.config.unstartedCheckAfterMs, UNSTARTED_CHECKED_PER_ROUND);
+    if (unstarted.length === 0) return [];
     let timer: NodeJS.Timeout | undefined;
-    const answered = Promise.all(ids.map(async (id) => ((await this.messageDeliverable(id)) ? null : id)));
+    const answered = Promise.all(unstarted.map(async (attempt) => ((await this.messageDeliverable(attempt)) ? null : attempt.id)));
     answered.catch(() => {});
     try {
       const verdicts = await Promise.race([answered, new Promise<null>((r) => (timer = setTimeout(() => r(null), BROKER_CHECK_TIMEOUT_MS)))]);

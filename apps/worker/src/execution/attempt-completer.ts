@@ -6,8 +6,8 @@ import { createBatchQueue } from "./batch-queue.js";
 export interface AttemptCompleterOptions {
   pool: pg.Pool;
   logger: Logger;
-  /** How long the first completion of a batch waits for others. */
-  flushMs: number;
+  /** How long the first completion of a batch waits for others when none is in flight (default 0). */
+  lingerMs?: number;
   maxBatch: number;
   /** Tries of a single completion after its batch failed. */
   retries?: number;
@@ -43,7 +43,7 @@ export function createAttemptCompleter(options: AttemptCompleterOptions): Attemp
     }
   };
   const queue = createBatchQueue({
-    flushMs: options.flushMs,
+    lingerMs: options.lingerMs,
     maxBatch: options.maxBatch,
     runBatch: (rows: sql.CompleteAttemptArgs[]) => sql.completeAttemptsAndNotify(pool, rows),
     runOne: one,

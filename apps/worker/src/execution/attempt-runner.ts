@@ -1,12 +1,13 @@
 import type pg from "pg";
 import type { Breakers } from "@tick/breaker";
-import { attemptMessageSchema, classifyHttpOutcome, computeBackoffMs, decideAfterFailure, type AttemptMessage } from "@tick/core";
+import { attemptMessageSchema, attemptsOfMessage, classifyHttpOutcome, computeBackoffMs, decideAfterFailure, type AttemptMessage } from "@tick/core";
 import { sql } from "@tick/db";
 import type { FaultPoints, Logger } from "@tick/runtime";
 import type { WorkerMetrics } from "../metrics.js";
 import type { AttemptCompleter } from "./attempt-completer.js";
 import type { LeaseKeeper } from "./attempt-lease.js";
 import type { AttemptStarter } from "./attempt-starter.js";
+import type { CallSlots } from "./call-slots.js";
 import type { HttpCaller, HttpCallResult } from "./http-call.js";
 import { signTargetRequest } from "./webhook-signing.js";
 
@@ -27,6 +28,8 @@ export interface AttemptRunnerDeps {
   starter: AttemptStarter;
   completer: AttemptCompleter;
   leases: LeaseKeeper;
+  /** Bounds the attempts starting or calling at once (absent: unbounded, as in tests that run one message). */
+  slots?: CallSlots;
   /** The tenant's valid signing secrets (cached by the caller). */
   secretsFor: (tenantId: string) => Promise<string[]>;
   /** After a retry commits: tell the due index (best effort). */
@@ -108,7 +111,40 @@ async function startPaced(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, 
   }
 }
 
-export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, raw: unknown): Promise<RunOutcome> {
+/**
+ * Runs every attempt a dispatch message carries (a chunk's, #18, or the single one of a re-publish), each
+ * on its own in a call slot, lowest rank first. Resolves once all are done; if any failed unexpectedly
+ * (its start could not reach Postgres, say), rejects after the others finished, so the message counts as
+ * failed and the reaper re-publishes what did not start.
+ */
+export async function runMessage(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, data: unknown): Promise<RunOutcome[]> {
+  const attempts = attemptsOfMessage(data);
+  const settled = await Promise.allSettled(
+    attempts.map((raw) => runAttempt(deps, config, raw, (raw as { rank?: unknown } | null)?.rank === undefined ? 0 : Number((raw as { rank: unknown }).rank) || 0)),
+  );
+  const failed = settled.filter((s): s is PromiseRejectedResult => s.status === "rejected");
+  if (failed.length > 0) {
+    if (failed.length === 1) throw failed[0]!.reason;
+    throw new AggregateError(failed.map((f) => f.reason as unknown), `${failed.length} of ${attempts.length} attempts of the message failed`);
+  }
+  return settled.map((s) => (s as PromiseFulfilledResult<RunOutcome>).value);
+}
+
+/**
+ * Runs one attempt in a call slot (`rank`: the dispatcher's fair rank, lower first). The slot is
+ * held from the start to the end of the call; the completion runs outside it, so the next attempt starts
+ * while this one's completion is committed.
+ */
+export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, raw: unknown, rank = 0): Promise<RunOutcome> {
+  const release = deps.slots ? await deps.slots.acquire(rank) : () => {};
+  try {
+    return await runInSlot(deps, config, raw, release);
+  } finally {
+    release();
+  }
+}
+
+async function runInSlot(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, raw: unknown, releaseSlot: () => void): Promise<RunOutcome> {
   const { pool, logger, metrics } = deps;
   const parsed = attemptMessageSchema.safeParse(raw);
   if (!parsed.success) {
@@ -186,6 +222,7 @@ export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerC
     });
   } finally {
     lease.release();
+    releaseSlot();
   }
   if (result.withheld !== undefined) {
     if (dependency) await deps.breakers.release(dependency).catch(() => {});

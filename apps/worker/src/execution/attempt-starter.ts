@@ -20,10 +20,10 @@ export interface AttemptStarter {
  * common case starts here; a replayed job (its start gate), a stale, cancelled or duplicate message, and
  * every row of a batch that failed come back null and take the single path, which decides and explains.
  */
-export function createAttemptStarter(options: { pool: pg.Pool; logger: Logger; workerId: string; leaseMs: number; flushMs: number; maxBatch: number }): AttemptStarter {
+export function createAttemptStarter(options: { pool: pg.Pool; logger: Logger; workerId: string; leaseMs: number; lingerMs?: number; maxBatch: number }): AttemptStarter {
   const { pool, logger } = options;
   const queue = createBatchQueue({
-    flushMs: options.flushMs,
+    lingerMs: options.lingerMs,
     maxBatch: options.maxBatch,
     runBatch: async (rows: { attemptId: string; jobId: string; version: number }[]) => {
       const sentAt = performance.now();

@@ -1,14 +1,21 @@
 /**
- * Collects items that many concurrent callers submit and runs them together: a flush happens
- * `flushMs` after the first item of a batch arrived, or at once when `maxBatch` items are waiting
- * (River's job completer, graphile-worker's batched completion). Each caller awaits its own item's
- * result, which settles only after the batch statement returned (it is one autocommit statement, so
- * it has committed). A batch that fails is not dropped: every item is taken again through `runOne`,
+ * Collects items that many concurrent callers submit and runs them together, as a group commit does
+ * (River's job completer, graphile-worker's batched completion): an item goes out at once when no batch
+ * is in flight (at the end of the current event-loop turn, so items submitted together share it), and
+ * items that arrive while `maxInFlight` batches are running wait for one of them to return and then go
+ * out together, up to `maxBatch` per statement. Nothing waits on a timer unless `lingerMs` asks for it:
+ * an idle worker pays one statement's latency, a busy one gets large batches. Each caller awaits its own
+ * item's result, which settles only after the batch statement returned (it is one autocommit statement,
+ * so it has committed). A batch that fails is not dropped: every item is taken again through `runOne`,
  * one by one, so one bad row or a cut connection costs only that item its result.
  */
 export interface BatchQueueOptions<In, Out> {
-  flushMs: number;
+  /** Most items per batch statement. */
   maxBatch: number;
+  /** Batches allowed in flight at once (default 1); more items wait for one to return. */
+  maxInFlight?: number;
+  /** How long the first item of a batch waits for others even when a batch could go out (default 0). */
+  lingerMs?: number;
   /** One statement for all items; one result per item, in order. */
   runBatch: (items: In[]) => Promise<Out[]>;
   /** The fallback for the items of a failed batch. */
@@ -30,8 +37,11 @@ interface Waiting<In, Out> {
 }
 
 export function createBatchQueue<In, Out>(options: BatchQueueOptions<In, Out>): BatchQueue<In, Out> {
-  let waiting: Waiting<In, Out>[] = [];
-  let timer: NodeJS.Timeout | undefined;
+  const maxInFlight = Math.max(1, options.maxInFlight ?? 1);
+  const lingerMs = options.lingerMs ?? 0;
+  const waiting: Waiting<In, Out>[] = [];
+  /** A flush is already planned (end of this turn, or the linger timer). */
+  let planned: NodeJS.Timeout | NodeJS.Immediate | undefined;
   const inFlight = new Set<Promise<void>>();
 
   const settleOneByOne = async (batch: Waiting<In, Out>[]) => {
@@ -44,13 +54,8 @@ export function createBatchQueue<In, Out>(options: BatchQueueOptions<In, Out>): 
     }
   };
 
-  const flush = () => {
-    if (timer) clearTimeout(timer);
-    timer = undefined;
-    const batch = waiting;
-    waiting = [];
-    if (batch.length === 0) return;
-    const run = (async () => {
+  const run = (batch: Waiting<In, Out>[]) => {
+    const flight = (async () => {
       let results: Out[];
       try {
         results = await options.runBatch(batch.map((w) => w.item));
@@ -62,21 +67,49 @@ export function createBatchQueue<In, Out>(options: BatchQueueOptions<In, Out>): 
       }
       batch.forEach((w, i) => w.resolve(results[i]!));
     })();
-    inFlight.add(run);
-    void run.finally(() => inFlight.delete(run));
+    inFlight.add(flight);
+    void flight.finally(() => {
+      inFlight.delete(flight);
+      // What gathered meanwhile goes out now, together.
+      if (waiting.length > 0) plan();
+    });
+  };
+
+  /** Sends as many batches as the in-flight limit allows; the rest keep waiting. */
+  const flush = (force = false) => {
+    planned = undefined;
+    while (waiting.length > 0 && (force || inFlight.size < maxInFlight)) run(waiting.splice(0, options.maxBatch));
+  };
+
+  const plan = () => {
+    if (planned !== undefined || inFlight.size >= maxInFlight) return;
+    planned = lingerMs > 0 ? setTimeout(flush, lingerMs) : setImmediate(flush);
   };
 
   return {
     submit(item) {
       return new Promise<Out>((resolve, reject) => {
         waiting.push({ item, resolve, reject });
-        if (waiting.length >= options.maxBatch) flush();
-        else timer ??= setTimeout(flush, options.flushMs);
+        // A full batch need not wait for the linger; it still respects the in-flight limit.
+        if (waiting.length >= options.maxBatch && inFlight.size < maxInFlight) {
+          if (planned !== undefined) {
+            clearTimeout(planned as NodeJS.Timeout);
+            clearImmediate(planned as NodeJS.Immediate);
+          }
+          flush();
+        } else plan();
       });
     },
     async drain() {
-      flush();
-      await Promise.all([...inFlight]);
+      if (planned !== undefined) {
+        clearTimeout(planned as NodeJS.Timeout);
+        clearImmediate(planned as NodeJS.Immediate);
+      }
+      flush(true);
+      while (inFlight.size > 0) {
+        await Promise.all([...inFlight]);
+        flush(true);
+      }
     },
   };
 }

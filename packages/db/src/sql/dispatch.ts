@@ -1,6 +1,7 @@
 // The dispatch hot path (S2, S8, S12, S16): find tenants with due work, claim their due jobs into
-// dispatched attempts with outbox rows. Callers run these inside a transaction that first passed
-// holdsShardLease(), so a stale leader's claim never commits.
+// dispatched attempts (the durable dispatch record, published by the dispatcher once the claim commits).
+// Callers run these inside a transaction that first passed holdsShardLease(), so a stale leader's claim
+// never commits.
 import { JOB_STATUS_WRITES, stateLiteral, statusIn } from "./job-status-writes.js";
 import type { Queryable } from "./types.js";
 
@@ -43,19 +44,38 @@ export interface ClaimedJob {
   attempt_id: string;
   priority: number;
   due_at: Date;
+  dependency_key: string | null;
+  /** Attempts started before this one. */
+  attempt_count: number;
+  /** The chunk message that carries the attempt (`chunks.ids[...]`), null when no chunks were given. */
+  message_id: string | null;
+}
+
+/**
+ * How the claimed attempts are grouped into broker messages: the claim's n-th row (counting from
+ * `offset`, so the claims of one round share chunks) goes in `ids[floor(n / size)]`.
+ */
+export interface ClaimChunks {
+  ids: string[];
+  size: number;
+  offset: number;
 }
 
 /**
  * Claims up to `limit` of one tenant's due jobs, highest priority first, skipping paused queues and
- * respecting each queue's concurrency: scheduled → dispatched (version + 1), a new attempt with a new
- * attempt ID and the next fencing token, and a dispatch outbox row, all in this one statement.
- * Jobs past their expiry deadline are left for the expiry sweep. SKIP LOCKED lets claims run in parallel.
+ * respecting each queue's concurrency: scheduled → dispatched (version + 1) and a new pending attempt with
+ * a new attempt ID, the next fencing token and the chunk message that will carry it, all in this one
+ * statement. The pending attempt is the durable dispatch record (no outbox row, #18): the dispatcher
+ * publishes it after the commit, and the reaper re-publishes one whose message never reached a worker.
+ * Rows come back in claim order (priority, then due time). Jobs past their expiry deadline are left for
+ * the expiry sweep. SKIP LOCKED lets claims run in parallel.
  */
 export async function claimDueJobs(
   db: Queryable,
-  args: { shard: number; epoch: string; tenantId: string; limit: number; heldDependencies?: string[] },
+  args: { shard: number; epoch: string; tenantId: string; limit: number; heldDependencies?: string[]; chunks?: ClaimChunks },
 ): Promise<ClaimedJob[]> {
   if (args.limit <= 0) return [];
+  const chunks = args.chunks ?? { ids: [], size: 1, offset: 0 };
   const claim = JOB_STATUS_WRITES.claimDueJobs;
   const { rows } = await db.query<ClaimedJob>(
     `WITH room AS (
@@ -87,27 +107,31 @@ export async function claimDueJobs(
          FROM picked p WHERE j.id = p.id AND ${statusIn("j.status", claim.from)}
         RETURNING j.id, j.tenant_id, j.queue_id, j.version, j.fencing_token, j.current_attempt_id AS attempt_id, j.priority, j.due_at,
                   j.dependency_key, j.attempt_count
+     ), numbered AS (
+       SELECT c.*, ($6::uuid[])[1 + ($8::int + row_number() OVER (ORDER BY c.priority DESC, c.due_at, c.id) - 1) / $7::int] AS message_id,
+              row_number() OVER (ORDER BY c.priority DESC, c.due_at, c.id) AS rn
+         FROM claimed c
      ), attempt AS (
-       INSERT INTO attempts (id, job_id, tenant_id, number, fencing_token, job_version, shard_epoch, status, dispatched_at)
-       SELECT attempt_id, id, tenant_id, fencing_token::int, fencing_token, version, $4::bigint, 'pending', now() FROM claimed
-     ), outbox_row AS (
-       INSERT INTO outbox (kind, shard, tenant_id, job_id, attempt_id, payload)
-       SELECT 'dispatch', $1, tenant_id, id, attempt_id,
-              jsonb_build_object('jobId', id, 'attemptId', attempt_id, 'tenantId', tenant_id, 'version', version,
-                                 'fencingToken', fencing_token::text, 'shard', $1::int, 'epoch', $4::text,
-                                 'dependency', dependency_key, 'attemptCount', attempt_count)
-         FROM claimed
+       INSERT INTO attempts (id, job_id, tenant_id, number, fencing_token, job_version, shard_epoch, status, dispatched_at, message_id)
+       SELECT attempt_id, id, tenant_id, fencing_token::int, fencing_token, version, $4::bigint, 'pending', now(), message_id FROM numbered
      )
-     SELECT * FROM claimed`,
-    [args.shard, args.tenantId, args.limit, args.epoch, args.heldDependencies ?? []],
+     SELECT id, tenant_id, queue_id, version, fencing_token, attempt_id, priority, due_at, dependency_key, attempt_count, message_id
+       FROM numbered ORDER BY rn`,
+    [args.shard, args.tenantId, args.limit, args.epoch, args.heldDependencies ?? [], chunks.ids, Math.max(1, chunks.size), chunks.offset],
   );
   return rows.map((r) => ({ ...r, fencing_token: String(r.fencing_token) }));
 }
 
-/** Dispatched attempts of a shard not yet started by a worker: the broker-side backlog, for backpressure. */
-export async function countQueuedAttempts(db: Queryable, shard: number): Promise<number> {
-  const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs WHERE shard = $1 AND status = 'dispatched'`, [shard]);
-  return rows[0]!.n;
+/**
+ * Dispatched attempts of a shard not yet started by a worker, per tenant: the broker-side backlog, for
+ * backpressure (their total) and for each tenant's fair rank (its own).
+ */
+export async function countQueuedAttempts(db: Queryable, shard: number): Promise<{ total: number; byTenant: Map<string, number> }> {
+  const { rows } = await db.query<{ tenant_id: string; n: number }>(
+    `SELECT tenant_id, count(*)::int AS n FROM jobs WHERE shard = $1 AND status = 'dispatched' GROUP BY tenant_id`,
+    [shard],
+  );
+  return { total: rows.reduce((sum, r) => sum + r.n, 0), byTenant: new Map(rows.map((r) => [r.tenant_id, r.n])) };
 }
 
 /**

@@ -80,7 +80,14 @@ export async function moveJobsToHistory(db: Queryable, jobIds: string[]): Promis
      ), moved_attempts AS (
        DELETE FROM attempts a USING moved m WHERE a.job_id = m.id RETURNING a.*, m.finished_at AS job_finished_at
      ), kept_attempts AS (
-       INSERT INTO history.attempts SELECT * FROM moved_attempts RETURNING 1
+       -- By name: history.attempts has job_finished_at before the columns added to attempts since (#18).
+       INSERT INTO history.attempts (id, job_id, tenant_id, number, fencing_token, job_version, shard_epoch, status, worker_id,
+              lease_expires_at, heartbeat_at, dispatched_at, started_at, finished_at, outcome, http_status, error, duration_ms,
+              late_completions, job_finished_at, message_id)
+       SELECT id, job_id, tenant_id, number, fencing_token, job_version, shard_epoch, status, worker_id,
+              lease_expires_at, heartbeat_at, dispatched_at, started_at, finished_at, outcome, http_status, error, duration_ms,
+              late_completions, job_finished_at, message_id
+         FROM moved_attempts RETURNING 1
      ), kept_jobs AS (
        INSERT INTO history.jobs SELECT * FROM moved RETURNING 1
      )

@@ -93,16 +93,21 @@ export async function settleExpiredLeases(db: Queryable, settlements: LeaseSettl
  * oldest first: the reaper asks the broker whether their message can still reach a worker. Read without
  * locks; the re-publish checks every condition again.
  */
-export async function findUnstartedAttempts(db: Queryable, shard: number, olderThanMs: number, limit: number): Promise<string[]> {
-  const { rows } = await db.query<{ id: string }>(
-    `SELECT a.id FROM attempts a JOIN jobs j ON j.id = a.job_id
+export async function findUnstartedAttempts(
+  db: Queryable,
+  shard: number,
+  olderThanMs: number,
+  limit: number,
+): Promise<{ id: string; message_id: string | null }[]> {
+  const { rows } = await db.query<{ id: string; message_id: string | null }>(
+    `SELECT a.id, a.message_id FROM attempts a JOIN jobs j ON j.id = a.job_id
       WHERE a.status = 'pending' AND a.dispatched_at < now() - make_interval(secs => $2 / 1000.0)
         AND j.shard = $1 AND j.status = 'dispatched' AND j.current_attempt_id = a.id
         AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.attempt_id = a.id AND o.published_at IS NULL)
       ORDER BY a.dispatched_at LIMIT $3`,
     [shard, olderThanMs, limit],
   );
-  return rows.map((r) => r.id);
+  return rows;
 }
 
 /**
