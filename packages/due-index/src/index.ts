@@ -42,9 +42,9 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
 local best = -1
 for i = 1, #KEYS do
-  local next = redis.call('ZRANGEBYSCORE', KEYS[i], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  local next = redis.call('ZRANGEBYSCORE', KEYS[i], '(' .. (now - tonumber(ARGV[2])), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
   if next[2] then
-    local wait = tonumber(next[2]) - now
+    local wait = math.max(0, tonumber(next[2]) - now)
     if best < 0 or wait < best then best = wait end
   end
 end
@@ -127,14 +127,15 @@ export function createDueIndex({ redis, prefix }: DueIndexOptions) {
       return (await r.tickFinishRebuild(k.rebuilding, k.built, token)) === 1;
     },
     /**
-     * How long until the next due time (database ms) noted in any of these shards' indexes that is still
-     * ahead, by Redis' clock plus `offsetMs` (the database's lead on Redis); null when none lies ahead.
-     * Tenants already due are left out: the dispatcher just had its round, so one still listed is held
-     * (its in-flight cap, a paused queue, an open breaker) and must not make it spin.
+     * How long until the next due time (database ms) noted in any of these shards' indexes, by Redis' clock
+     * plus `offsetMs` (the database's lead on Redis): 0 for one that fell due within the last `recentMs`
+     * (a job that fell due while the dispatcher's last round ran); null when none lies ahead. Tenants due
+     * longer ago are left out: the dispatcher has had rounds since, so one still listed is held (its
+     * in-flight cap, a paused queue, an open breaker) and must not keep it spinning.
      */
-    async msUntilNextDue(shards: readonly number[], offsetMs: number): Promise<number | null> {
+    async msUntilNextDue(shards: readonly number[], offsetMs: number, recentMs = 0): Promise<number | null> {
       if (shards.length === 0) return null;
-      const wait = await r.tickNextDue(shards.length, ...shards.map((shard) => keys(shard).zset), offsetMs);
+      const wait = await r.tickNextDue(shards.length, ...shards.map((shard) => keys(shard).zset), offsetMs, recentMs);
       return wait < 0 ? null : wait;
     },
     /** Every tenant in the index of a shard with its score (for reconciliation). */

@@ -76,15 +76,15 @@ export class DueTenantSource {
   }
 
   /**
-   * How long until the next job noted in these shards' indexes falls due, by the database clock; null when
-   * nothing ahead is listed or Redis does not answer (the dispatcher then waits its poll interval). The
-   * dispatcher sleeps this long, not a whole poll interval.
+   * How long until the next job noted in these shards' indexes falls due, by the database clock (0: one
+   * fell due within the last `recentMs`); null when nothing ahead is listed or Redis does not answer (the
+   * dispatcher then waits its poll interval). The dispatcher sleeps this long, not a whole poll interval.
    */
-  async msUntilNextDue(shards: readonly number[]): Promise<number | null> {
+  async msUntilNextDue(shards: readonly number[], recentMs: number): Promise<number | null> {
     if (shards.length === 0) return null;
     try {
       if (this.clockOffsetMs === null) await this.calibrate();
-      return await this.index.msUntilNextDue(shards, Math.round(this.clockOffsetMs ?? 0));
+      return await this.index.msUntilNextDue(shards, Math.round(this.clockOffsetMs ?? 0), recentMs);
     } catch (err) {
       this.warnRedis(err);
       return null;
