@@ -222,7 +222,10 @@ export function createScheduler(deps: SchedulerDeps) {
   const dispatchRound = async () => {
     let claimed = 0;
     let more = false;
+    // Only shards with due work (or no built index) get a round: an idle shard costs nothing.
+    const visit = new Set(await dueSource.shardsToVisit(held.map((l) => l.shard)));
     for (const lease of held) {
+      if (!visit.has(lease.shard)) continue;
       const round = await dispatcher.runShard(lease);
       claimed += round.claimed;
       more ||= round.more;

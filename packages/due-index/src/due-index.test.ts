@@ -11,6 +11,29 @@ afterAll(async () => {
 });
 
 describe("due index", () => {
+  it("tells the dispatcher how long until the next due time, and which shards need a round (#18)", async () => {
+    const index = createDueIndex({ redis, prefix: `${test.prefix}:wake` });
+    const now = Date.now();
+    expect(await index.msUntilNextDue([10, 11], 0)).toBeNull();
+    await index.noteDue(10, "later", now + 5_000);
+    await index.noteDue(11, "sooner", now + 800);
+    const wait = (await index.msUntilNextDue([10, 11], 0))!;
+    expect(wait).toBeGreaterThan(500);
+    expect(wait).toBeLessThanOrEqual(800);
+    // The database's lead on Redis' clock shortens the wait.
+    expect((await index.msUntilNextDue([10, 11], 700))!).toBeLessThanOrEqual(100);
+    // A tenant due long ago (held by its caps) is left out; one due within `recentMs` is due now.
+    await index.noteDue(12, "held", now - 60_000);
+    expect((await index.msUntilNextDue([12], 0, 50))).toBeNull();
+    await index.noteDue(13, "just", now - 10);
+    expect(await index.msUntilNextDue([12, 13], 0, 1_000)).toBe(0);
+
+    // Shards to visit: a due tenant, or no built index; not a shard whose built index lists only later work.
+    await redis.set(`${test.prefix}:wake:due:10:built`, "x");
+    await redis.set(`${test.prefix}:wake:due:12:built`, "x");
+    expect(await index.shardsToVisit([10, 11, 12, 14], 0)).toEqual([11, 12, 14]);
+  });
+
   it("keeps each tenant's earliest due time and lists the due ones by Redis' clock", async () => {
     const index = createDueIndex({ redis, prefix: test.prefix });
     const now = Date.now();

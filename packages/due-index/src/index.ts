@@ -51,6 +51,18 @@ end
 return best
 `;
 
+const SHARDS_TO_VISIT = `
+local t = redis.call('TIME')
+local due = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
+local out = {}
+for i = 1, #KEYS, 2 do
+  if redis.call('EXISTS', KEYS[i + 1]) == 0 or redis.call('ZCOUNT', KEYS[i], '-inf', due) > 0 then
+    table.insert(out, (i + 1) / 2)
+  end
+end
+return out
+`;
+
 const FINISH_REBUILD = `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
@@ -65,6 +77,7 @@ type Scripts = Redis & {
   tickDueTenants(zset: string, leewayMs: number, limit: number): Promise<string[]>;
   /** numberOfKeys first (defined without a fixed count), then the keys, then the offset. */
   tickNextDue(numberOfKeys: number, ...args: (string | number)[]): Promise<number>;
+  tickShardsToVisit(numberOfKeys: number, ...args: (string | number)[]): Promise<number[]>;
 };
 
 export interface DueIndexOptions {
@@ -80,6 +93,7 @@ export function createDueIndex({ redis, prefix }: DueIndexOptions) {
     r.defineCommand("tickDueTenants", { numberOfKeys: 1, lua: DUE_TENANTS });
     r.defineCommand("tickFinishRebuild", { numberOfKeys: 2, lua: FINISH_REBUILD });
     r.defineCommand("tickNextDue", { lua: NEXT_DUE });
+    r.defineCommand("tickShardsToVisit", { lua: SHARDS_TO_VISIT });
   }
   const keys = (shard: number) => ({
     zset: `${prefix}:due:${shard}:tenants`,
@@ -137,6 +151,16 @@ export function createDueIndex({ redis, prefix }: DueIndexOptions) {
       if (shards.length === 0) return null;
       const wait = await r.tickNextDue(shards.length, ...shards.map((shard) => keys(shard).zset), offsetMs, recentMs);
       return wait < 0 ? null : wait;
+    },
+    /**
+     * Of these shards, the ones a dispatch round must visit, in one round trip: those whose index lists a
+     * tenant due by Redis' clock plus `leewayMs`, and those whose index is not built (they poll Postgres).
+     */
+    async shardsToVisit(shards: readonly number[], leewayMs: number): Promise<number[]> {
+      if (shards.length === 0) return [];
+      const keyPairs = shards.flatMap((shard) => [keys(shard).zset, keys(shard).built]);
+      const positions = await r.tickShardsToVisit(keyPairs.length, ...keyPairs, Math.round(leewayMs));
+      return positions.map((p) => shards[p - 1]!);
     },
     /** Every tenant in the index of a shard with its score (for reconciliation). */
     async entries(shard: number): Promise<Map<string, number>> {

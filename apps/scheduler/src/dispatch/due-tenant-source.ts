@@ -91,6 +91,20 @@ export class DueTenantSource {
     }
   }
 
+  /**
+   * Of the held shards, those a dispatch round must visit (a due tenant in the index, or no built index):
+   * one Redis round trip instead of two per shard. When Redis does not answer, all of them (each then
+   * polls Postgres).
+   */
+  async shardsToVisit(shards: readonly number[]): Promise<number[]> {
+    try {
+      return await this.index.shardsToVisit(shards, await this.offset());
+    } catch (err) {
+      this.warnRedis(err);
+      return [...shards];
+    }
+  }
+
   /** Tenants Postgres says are due but the index does not list: put them back (and count the repair). */
   async reconcile(shard: number): Promise<number> {
     try {
