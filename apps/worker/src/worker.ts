@@ -61,6 +61,7 @@ export function createAttemptWorker(deps: WorkerDeps) {
   const runnerDeps = {
     pool,
     slots: createCallSlots(config.concurrency),
+    startSlots: createCallSlots(config.concurrency),
     starter,
     completer,
     leases,

@@ -28,8 +28,13 @@ export interface AttemptRunnerDeps {
   starter: AttemptStarter;
   completer: AttemptCompleter;
   leases: LeaseKeeper;
-  /** Bounds the attempts starting or calling at once (absent: unbounded, as in tests that run one message). */
+  /** Bounds the calls in flight (WORKER_CONCURRENCY; absent: unbounded, as in tests that run one message). */
   slots?: CallSlots;
+  /**
+   * Bounds the attempts starting or started and waiting for a call slot, so the start statement of the
+   * next attempts overlaps the calls in flight instead of holding a call slot (absent: unbounded).
+   */
+  startSlots?: CallSlots;
   /** The tenant's valid signing secrets (cached by the caller). */
   secretsFor: (tenantId: string) => Promise<string[]>;
   /** After a retry commits: tell the due index (best effort). */
@@ -131,20 +136,22 @@ export async function runMessage(deps: AttemptRunnerDeps, config: AttemptRunnerC
 }
 
 /**
- * Runs one attempt in a call slot (`rank`: the dispatcher's fair rank, lower first). The slot is
- * held from the start to the end of the call; the completion runs outside it, so the next attempt starts
- * while this one's completion is committed.
+ * Runs one attempt (`rank`: the dispatcher's fair rank; lower goes first at both gates). A start slot is
+ * taken for the start statement and held until a call slot is free; the call slot is held for the call
+ * only. So at most WORKER_CONCURRENCY calls are in flight, at most as many attempts more are started and
+ * about to call (their start overlaps the calls, as a peer's prefetch does), and the completion runs
+ * outside both.
  */
 export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, raw: unknown, rank = 0): Promise<RunOutcome> {
-  const release = deps.slots ? await deps.slots.acquire(rank) : () => {};
+  const releaseStart = deps.startSlots ? await deps.startSlots.acquire(rank) : () => {};
   try {
-    return await runInSlot(deps, config, raw, release);
+    return await runInSlot(deps, config, raw, rank, releaseStart);
   } finally {
-    release();
+    releaseStart();
   }
 }
 
-async function runInSlot(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, raw: unknown, releaseSlot: () => void): Promise<RunOutcome> {
+async function runInSlot(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, raw: unknown, rank: number, releaseStart: () => void): Promise<RunOutcome> {
   const { pool, logger, metrics } = deps;
   const parsed = attemptMessageSchema.safeParse(raw);
   if (!parsed.success) {
@@ -198,6 +205,8 @@ async function runInSlot(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, r
   // be seen; the target's fencing-token check covers that window.
   const mayStillSend = lease.mayStillSend;
   let result: HttpCallResult;
+  const releaseCall = deps.slots ? await deps.slots.acquire(rank) : () => {};
+  releaseStart();
   try {
     const secrets = await deps.secretsFor(started.tenant_id).catch(() => []);
     deps.faults.hit("worker.before-send");
@@ -222,7 +231,7 @@ async function runInSlot(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, r
     });
   } finally {
     lease.release();
-    releaseSlot();
+    releaseCall();
   }
   if (result.withheld !== undefined) {
     if (dependency) await deps.breakers.release(dependency).catch(() => {});
