@@ -44,13 +44,14 @@ export interface Verdict {
 
 /**
  * One job's path from the create request to its first delivery, in ms: the API's acknowledgement, then
- * (database clock, which may be injected: only differences are used) dispatch, the attempt's start and
- * the outbox publish, and finally the downstream's receipt.
+ * (database clock, which may be injected: only differences are used) dispatch (published right after, #18),
+ * a re-publish through the outbox if the reaper had to make one, the attempt's start, and finally the
+ * downstream's receipt.
  */
 async function explainLag(pool: pg.Pool, op: Op, lag: number, deliveredAt: number): Promise<string> {
-  const { rows } = await pool.query<{ to_dispatch: number | null; to_publish: number | null; to_start: number | null; attempts: number }>(
+  const { rows } = await pool.query<{ to_dispatch: number | null; to_republish: number | null; to_start: number | null; attempts: number }>(
     `SELECT (SELECT extract(epoch FROM min(a.dispatched_at) - j.created_at) * 1000 FROM history.attempts_all a WHERE a.job_id = j.id) AS to_dispatch,
-            (SELECT extract(epoch FROM min(o.published_at) - j.created_at) * 1000 FROM outbox o WHERE o.job_id = j.id AND o.kind = 'dispatch') AS to_publish,
+            (SELECT extract(epoch FROM min(o.published_at) - j.created_at) * 1000 FROM outbox o WHERE o.job_id = j.id AND o.kind = 'dispatch') AS to_republish,
             (SELECT extract(epoch FROM min(a.started_at) - j.created_at) * 1000 FROM history.attempts_all a WHERE a.job_id = j.id) AS to_start,
             (SELECT count(*)::int FROM history.attempts_all a WHERE a.job_id = j.id) AS attempts
        FROM history.jobs_all j WHERE j.id = $1`,
@@ -61,7 +62,7 @@ async function explainLag(pool: pg.Pool, op: Op, lag: number, deliveredAt: numbe
   const acked = op.ackedAt !== undefined ? op.ackedAt - op.createdAt : null;
   return (
     `${op.key}: ${lag} ms to the first delivery; acknowledged after ${ms(acked)} ms (${op.createRetries} retries); ` +
-    `from the job's creation: dispatched +${ms(r?.to_dispatch)}, published +${ms(r?.to_publish)}, started +${ms(r?.to_start)} ms; ` +
+    `from the job's creation: dispatched +${ms(r?.to_dispatch)}, ${r?.to_republish === null || r?.to_republish === undefined ? "not re-published" : `re-published +${ms(r.to_republish)}`}, started +${ms(r?.to_start)} ms; ` +
     `${r?.attempts ?? 0} attempts; delivered ${deliveredAt - (op.ackedAt ?? op.createdAt)} ms after the acknowledgement`
   );
 }

@@ -134,6 +134,10 @@ async function main() {
     // Whatever the last outages dead-lettered is replayed once more (an operator's closing replay);
     // "dlq" jobs must end succeeded, one way or the other.
     await new Promise((r) => setTimeout(r, 4_000)); // the dependency's breaker closes first
+    // A replay that met a later outage paused itself (S17: the root cause looked unfixed); the operator
+    // resumes it now that the dependency is healthy. It must then complete like every other replay.
+    const autoPaused = await cluster.pool.query<{ id: string }>(`SELECT id FROM dlq_replays WHERE status = 'auto_paused'`);
+    await workload.resumeAutoPausedReplays(autoPaused.rows.map((r) => r.id));
     await workload.replayDeadDependencyJobs();
     const deadline = Date.now() + 180_000;
     for (;;) {

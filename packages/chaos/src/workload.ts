@@ -215,6 +215,22 @@ export async function createWorkload(options: { pool: pg.Pool; consoleUrl: strin
       }
       return null;
     },
+    /**
+     * What an operator does once the root cause is fixed: resume the replays that paused themselves
+     * because their jobs failed again (a replay started right before another outage of the dependency).
+     */
+    async resumeAutoPausedReplays(ids: string[]): Promise<void> {
+      for (const id of ids) {
+        for (let tries = 0; tries < 30; tries++) {
+          const res = await normal.client.call("resumeDlqReplay", { params: { id } }).catch(() => null);
+          if (res?.ok) {
+            log(`replay ${id} resumed (it had paused itself)`);
+            break;
+          }
+          await sleep(500);
+        }
+      }
+    },
     async pauseSchedules() {
       for (const id of schedules) {
         for (let tries = 0; tries < 30; tries++) {
