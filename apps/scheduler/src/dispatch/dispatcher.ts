@@ -5,6 +5,7 @@ import { DeficitRoundRobin, dispatchChunkId, type AttemptChunkMessage, type Atte
 import { sql } from "@tick/db";
 import type { FaultPoints, Logger } from "@tick/runtime";
 import { withShardFence } from "../leases/shard-fence.js";
+import { MESSAGE_OPTIONS, publishWithin } from "../outbox/outbox-relay.js";
 import type { HeldLease } from "../leases/shard-lease-manager.js";
 import type { SchedulerMetrics } from "../metrics.js";
 import type { DueTenantSource } from "./due-tenant-source.js";
@@ -37,13 +38,6 @@ export interface DispatchRound {
 const RANK_UNIT = 1_000;
 /** BullMQ's largest priority; ranks are capped there. */
 const MAX_RANK = 2_097_152;
-
-/** How the broker keeps a dispatch message (the attempt ID makes a duplicate publish a no-op, S5). */
-export const DISPATCH_MESSAGE_OPTIONS = {
-  attempts: 1, // retries are decided in Postgres, never by the broker
-  removeOnComplete: { age: 3600 }, // kept an hour so a late re-publish of the same id stays a no-op
-  removeOnFail: { age: 24 * 3600 },
-} as const;
 
 /**
  * One dispatch round for a shard: how much may go out (shallow broker queue, global rate), who gets
@@ -169,18 +163,10 @@ export class Dispatcher {
       name: "dispatch",
       data: { attempts } satisfies AttemptChunkMessage,
       // The broker serves the lowest priority first: a chunk led by a quiet tenant's attempt goes ahead.
-      opts: { jobId, priority: Math.max(1, Math.min(...attempts.map((a) => a.rank ?? 0))), ...DISPATCH_MESSAGE_OPTIONS },
+      opts: { jobId, priority: Math.max(1, Math.min(...attempts.map((a) => a.rank ?? 0))), ...MESSAGE_OPTIONS },
     }));
-    let timer: NodeJS.Timeout | undefined;
     try {
-      const publish = this.queue.addBulk(bulk);
-      publish.catch(() => {}); // a late failure after the timeout is already handled
-      await Promise.race([
-        publish,
-        new Promise((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`broker did not answer within ${this.config.publishTimeoutMs} ms`)), this.config.publishTimeoutMs);
-        }),
-      ]);
+      await publishWithin(this.queue.addBulk(bulk), this.config.publishTimeoutMs);
       this.metrics.published.inc({ kind: "dispatch" }, rows.length);
     } catch (err) {
       this.metrics.publishFailures.inc();
@@ -188,8 +174,6 @@ export class Dispatcher {
         { err: (err as Error).message, shard: lease.shard, attempts: rows.length },
         "dispatch publish failed; the attempts are pending in Postgres and the reaper re-publishes them",
       );
-    } finally {
-      clearTimeout(timer);
     }
   }
 }

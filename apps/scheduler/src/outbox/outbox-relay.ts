@@ -18,6 +18,33 @@ export interface OutboxRelayConfig {
   publishTimeoutMs: number;
 }
 
+/** How the broker keeps every message Tick publishes (its job id makes a duplicate publish a no-op, S5). */
+export const MESSAGE_OPTIONS = {
+  attempts: 1, // retries are decided in Postgres, never by the broker
+  removeOnComplete: { age: 3600 }, // kept an hour so a late re-publish of the same id stays a no-op
+  removeOnFail: { age: 24 * 3600 },
+} as const;
+
+/**
+ * Waits for a publish at most `timeoutMs`; past that it counts as failed (the caller retries or leaves it
+ * to the reaper). It may still land later: a re-publish under the same IDs is then a duplicate the broker
+ * drops, and a second copy of an attempt is discarded by the worker's start (S5).
+ */
+export async function publishWithin(publish: Promise<unknown>, timeoutMs: number): Promise<void> {
+  publish.catch(() => {}); // a late failure after the timeout is already handled
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      publish,
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`broker did not answer within ${timeoutMs} ms`)), timeoutMs);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** How a row becomes a broker message: the BullMQ job id makes a duplicate publish a no-op (S5). */
 function toMessage(row: sql.OutboxRow, messageId?: string) {
   // A webhook retry is a new message (its own try number); a re-publish of the same try is a duplicate.
@@ -26,12 +53,7 @@ function toMessage(row: sql.OutboxRow, messageId?: string) {
   return {
     name: row.kind,
     data: row.payload,
-    opts: {
-      jobId,
-      attempts: 1, // retries are decided in Postgres, never by the broker
-      removeOnComplete: { age: 3600 }, // kept an hour so a late re-publish of the same id stays a no-op
-      removeOnFail: { age: 24 * 3600 },
-    },
+    opts: { jobId, ...MESSAGE_OPTIONS },
   };
 }
 
@@ -93,7 +115,6 @@ export class OutboxRelay {
     return inTransaction(this.pool, async (client) => {
       const rows = await sql.lockUnpublishedOutbox(client, limit);
       if (rows.length === 0) return 0;
-      let timer: NodeJS.Timeout | undefined;
       try {
         const publish = Promise.all(
           (["dispatch", "webhook"] as const).flatMap((kind) => {
@@ -108,13 +129,7 @@ export class OutboxRelay {
             ).then((messages) => queue.addBulk(messages));
           }),
         );
-        publish.catch(() => {}); // a late failure after the timeout is already handled
-        await Promise.race([
-          publish,
-          new Promise((_, reject) => {
-            timer = setTimeout(() => reject(new Error(`broker did not answer within ${this.config.publishTimeoutMs} ms`)), this.config.publishTimeoutMs);
-          }),
-        ]);
+        await publishWithin(publish, this.config.publishTimeoutMs);
       } catch (err) {
         const tries = Math.max(...rows.map((r) => r.tries));
         const delay = Math.min(this.config.maxRetryDelayMs, this.config.retryDelayMs * 2 ** tries);
@@ -122,8 +137,6 @@ export class OutboxRelay {
         this.metrics.publishFailures.inc();
         this.logger.warn({ err: (err as Error).message, rows: rows.length, retryInMs: delay }, "outbox publish failed; will retry");
         return 0;
-      } finally {
-        clearTimeout(timer);
       }
       this.faults.hit("relay.after-publish-before-mark");
       await sql.markOutboxPublished(client, rows.map((r) => r.id));
