@@ -17,10 +17,8 @@ import { createWorkerMetrics } from "./metrics.js";
 export interface WorkerConfig {
   id: string;
   redisPrefix: string;
-  /** Attempts starting or calling their target at once. */
+  /** Calls to targets in flight at once; as many more attempts may be starting, and twice as many messages held. */
   concurrency: number;
-  /** Messages held beyond `concurrency` (default: as many): their broker hand-over and completion overlap the calls. */
-  prefetch?: number;
   leaseMs: number;
   heartbeatMs: number;
   /** How long the first start or completion of a batch waits for others when none is in flight (default 0). */
@@ -86,7 +84,8 @@ export function createAttemptWorker(deps: WorkerDeps) {
       worker = new Worker(ATTEMPT_QUEUE, (job) => runMessage(runnerDeps, runnerConfig, job.data), {
         connection: deps.redis,
         prefix: `${config.redisPrefix}:bull`,
-        concurrency: config.concurrency + (config.prefetch ?? config.concurrency),
+        // Twice the call slots: the broker hand-over and the completions overlap the calls.
+        concurrency: 2 * config.concurrency,
         // Retries and lost workers are handled in Postgres (leases, reaper); a stalled message that
         // BullMQ hands out again is recognised by its attempt ID and discarded.
         maxStalledCount: 1,

@@ -124,9 +124,7 @@ async function startPaced(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, 
  */
 export async function runMessage(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, data: unknown): Promise<RunOutcome[]> {
   const attempts = attemptsOfMessage(data);
-  const settled = await Promise.allSettled(
-    attempts.map((raw) => runAttempt(deps, config, raw, (raw as { rank?: unknown } | null)?.rank === undefined ? 0 : Number((raw as { rank: unknown }).rank) || 0)),
-  );
+  const settled = await Promise.allSettled(attempts.map((raw) => runAttempt(deps, config, raw)));
   const failed = settled.filter((s): s is PromiseRejectedResult => s.status === "rejected");
   if (failed.length > 0) {
     if (failed.length === 1) throw failed[0]!.reason;
@@ -136,30 +134,31 @@ export async function runMessage(deps: AttemptRunnerDeps, config: AttemptRunnerC
 }
 
 /**
- * Runs one attempt (`rank`: the dispatcher's fair rank; lower goes first at both gates). A start slot is
- * taken for the start statement and held until a call slot is free; the call slot is held for the call
- * only. So at most WORKER_CONCURRENCY calls are in flight, at most as many attempts more are started and
- * about to call (their start overlaps the calls, as a peer's prefetch does), and the completion runs
- * outside both.
+ * Runs one attempt. Its fair rank (the dispatcher's; lower goes first) orders it at both gates: a start
+ * slot is taken for the start statement and held until a call slot is free; the call slot is held for the
+ * call only. So at most WORKER_CONCURRENCY calls are in flight, at most as many attempts more are started
+ * and about to call (their start overlaps the calls, as a peer's prefetch does), and the completion runs
+ * outside both. A malformed message is discarded before it takes a slot.
  */
-export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, raw: unknown, rank = 0): Promise<RunOutcome> {
+export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, raw: unknown): Promise<RunOutcome> {
+  const parsed = attemptMessageSchema.safeParse(raw);
+  if (!parsed.success) {
+    deps.metrics.discarded.inc({ reason: "malformed" });
+    deps.logger.error({ issues: parsed.error.issues }, "malformed dispatch message discarded");
+    return { kind: "discarded", reason: "malformed" };
+  }
+  const msg: AttemptMessage = parsed.data;
+  const rank = msg.rank ?? 0;
   const releaseStart = deps.startSlots ? await deps.startSlots.acquire(rank) : () => {};
   try {
-    return await runInSlot(deps, config, raw, rank, releaseStart);
+    return await runInSlots(deps, config, msg, rank, releaseStart);
   } finally {
     releaseStart();
   }
 }
 
-async function runInSlot(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, raw: unknown, rank: number, releaseStart: () => void): Promise<RunOutcome> {
+async function runInSlots(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, msg: AttemptMessage, rank: number, releaseStart: () => void): Promise<RunOutcome> {
   const { pool, logger, metrics } = deps;
-  const parsed = attemptMessageSchema.safeParse(raw);
-  if (!parsed.success) {
-    metrics.discarded.inc({ reason: "malformed" });
-    logger.error({ issues: parsed.error.issues }, "malformed dispatch message discarded");
-    return { kind: "discarded", reason: "malformed" };
-  }
-  const msg: AttemptMessage = parsed.data;
 
   // Downstream protection (S11): an open breaker or a spent retry budget hands the job back without
   // starting it, so no attempt is burned. If Redis cannot answer, the attempt runs (fail open).

@@ -1,9 +1,8 @@
 /**
- * The worker's call slots: at most `size` attempts are starting or calling their target at once
- * (`WORKER_CONCURRENCY`), while the worker holds more messages than that, so the broker's hand-over and
- * the completions of finished calls overlap with the calls instead of occupying a slot. Waiters are
- * served lowest `rank` first, then in arrival order: the dispatcher's fair rank (a quiet tenant's
- * message outranks the hundredth message of a noisy one) holds inside the worker too.
+ * A counting gate for the worker's attempts: at most `size` hold a slot at once. The worker has two, each
+ * `WORKER_CONCURRENCY` wide: start slots (the start statement and the wait for a call) and call slots (the
+ * call). Waiters are served lowest `rank` first, then in arrival order: the dispatcher's fair rank (a quiet
+ * tenant's attempt outranks the hundredth of a noisy one) holds inside the worker too.
  */
 export interface CallSlots {
   /** Resolves with a release function once a slot is free; release is idempotent. */
