@@ -81,6 +81,12 @@ export function createBatchQueue<In, Out>(options: BatchQueueOptions<In, Out>): 
     while (waiting.length > 0 && (force || inFlight.size < maxInFlight)) run(waiting.splice(0, options.maxBatch));
   };
 
+  const cancelPlanned = () => {
+    clearTimeout(planned as NodeJS.Timeout);
+    clearImmediate(planned as NodeJS.Immediate);
+    planned = undefined;
+  };
+
   const plan = () => {
     if (planned !== undefined || inFlight.size >= maxInFlight) return;
     planned = lingerMs > 0 ? setTimeout(flush, lingerMs) : setImmediate(flush);
@@ -92,19 +98,13 @@ export function createBatchQueue<In, Out>(options: BatchQueueOptions<In, Out>): 
         waiting.push({ item, resolve, reject });
         // A full batch need not wait for the linger; it still respects the in-flight limit.
         if (waiting.length >= options.maxBatch && inFlight.size < maxInFlight) {
-          if (planned !== undefined) {
-            clearTimeout(planned as NodeJS.Timeout);
-            clearImmediate(planned as NodeJS.Immediate);
-          }
+          cancelPlanned();
           flush();
         } else plan();
       });
     },
     async drain() {
-      if (planned !== undefined) {
-        clearTimeout(planned as NodeJS.Timeout);
-        clearImmediate(planned as NodeJS.Immediate);
-      }
+      cancelPlanned();
       flush(true);
       while (inFlight.size > 0) {
         await Promise.all([...inFlight]);

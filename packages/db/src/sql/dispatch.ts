@@ -107,10 +107,10 @@ export async function claimDueJobs(
          FROM picked p WHERE j.id = p.id AND ${statusIn("j.status", claim.from)}
         RETURNING j.id, j.tenant_id, j.queue_id, j.version, j.fencing_token, j.current_attempt_id AS attempt_id, j.priority, j.due_at,
                   j.dependency_key, j.attempt_count
+     ), ordered AS (
+       SELECT c.*, row_number() OVER (ORDER BY c.priority DESC, c.due_at, c.id) AS rn FROM claimed c
      ), numbered AS (
-       SELECT c.*, ($6::uuid[])[1 + ($8::int + row_number() OVER (ORDER BY c.priority DESC, c.due_at, c.id) - 1) / $7::int] AS message_id,
-              row_number() OVER (ORDER BY c.priority DESC, c.due_at, c.id) AS rn
-         FROM claimed c
+       SELECT o.*, ($6::uuid[])[1 + ($8::int + o.rn - 1) / $7::int] AS message_id FROM ordered o
      ), attempt AS (
        INSERT INTO attempts (id, job_id, tenant_id, number, fencing_token, job_version, shard_epoch, status, dispatched_at, message_id)
        SELECT attempt_id, id, tenant_id, fencing_token::int, fencing_token, version, $4::bigint, 'pending', now(), message_id FROM numbered
