@@ -225,7 +225,7 @@ async function runInSlots(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, 
       },
       body: started.body,
       timeoutMs: started.timeout_ms,
-      signal: lease.signal,
+      cancellation: lease,
       mayStillSend,
     });
   } finally {

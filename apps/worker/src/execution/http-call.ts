@@ -17,6 +17,15 @@ export interface HttpCallResult {
   durationMs: number;
 }
 
+/**
+ * What may stop a call in flight besides its timeout (the attempt's lease being lost): a reason once
+ * cancelled, and one listener told when that happens.
+ */
+export interface Cancellation {
+  readonly cancelled: string | null;
+  onCancel(listener: ((reason: string) => void) | null): void;
+}
+
 export interface HttpCaller {
   call(req: {
     method: string;
@@ -24,7 +33,7 @@ export interface HttpCaller {
     headers: Record<string, string>;
     body: string | null;
     timeoutMs: number;
-    signal: AbortSignal;
+    cancellation?: Cancellation;
     /** Asked right before the request goes out (and before any resend): a reason not to send, or null. */
     mayStillSend?: () => string | null;
   }): Promise<HttpCallResult>;
@@ -56,8 +65,6 @@ export function createHttpCaller(options: { allowedCidrs: readonly Cidr[]; maxRe
   return {
     async call(req) {
       const started = performance.now();
-      const timeout = AbortSignal.timeout(req.timeoutMs);
-      const signal = AbortSignal.any([timeout, req.signal]);
       // A literal IP never goes through DNS: check it here.
       const host = new URL(req.url).hostname.replace(/^\[|\]$/g, "");
       if (/^[\d.]+$|:/.test(host)) {
@@ -67,25 +74,41 @@ export function createHttpCaller(options: { allowedCidrs: readonly Cidr[]; maxRe
       // Nothing asynchronous lies between this check and handing the request to undici.
       const withheld = req.mayStillSend?.() ?? null;
       if (withheld !== null) return { withheld, durationMs: 0 };
+      if (req.cancellation?.cancelled) return { aborted: true, durationMs: 0 };
+      // One controller and one timer per call, aborted by the timeout or the cancellation: what
+      // AbortSignal.timeout + AbortSignal.any did, at a fifth of the CPU (#18: ~55 µs a call here).
+      const controller = new AbortController();
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        controller.abort(new Error(`timed out after ${req.timeoutMs} ms`));
+      }, req.timeoutMs);
+      req.cancellation?.onCancel((reason) => controller.abort(new Error(reason)));
       try {
         const res = await request(req.url, {
           method: req.method as "POST",
           headers: req.headers,
           body: req.body ?? undefined,
-          signal,
+          signal: controller.signal,
           dispatcher: agent,
           maxRedirections: 0,
         } as Parameters<typeof request>[1]);
-        let body = "";
-        let size = 0;
-        for await (const chunk of res.body) {
-          size += (chunk as Buffer).length;
-          if (body.length < options.maxResponseBytes) body += (chunk as Buffer).toString("utf8");
-          if (size > options.maxResponseBytes) {
-            res.body.destroy();
-            break;
-          }
-        }
+        // Read with events rather than an async iterator (a promise per chunk), up to maxResponseBytes.
+        const body = await new Promise<string>((resolve, reject) => {
+          let text = "";
+          let size = 0;
+          res.body.on("data", (chunk: Buffer) => {
+            size += chunk.length;
+            if (text.length < options.maxResponseBytes) text += chunk.toString("utf8");
+            if (size > options.maxResponseBytes) {
+              resolve(text);
+              res.body.destroy();
+            }
+          });
+          res.body.once("end", () => resolve(text));
+          res.body.once("error", reject);
+          res.body.once("close", () => resolve(text));
+        });
         const retryAfter = res.headers["retry-after"];
         return {
           status: res.statusCode,
@@ -97,9 +120,12 @@ export function createHttpCaller(options: { allowedCidrs: readonly Cidr[]; maxRe
         const durationMs = Math.round(performance.now() - started);
         const cause = (err as { cause?: unknown }).cause ?? err;
         if ((cause as { code?: string }).code === "ETICKBLOCKED" || cause instanceof BlockedAddress) return { blocked: (cause as Error).message, durationMs };
-        if (req.signal.aborted) return { aborted: true, durationMs };
-        if (timeout.aborted) return { timedOut: true, durationMs };
+        if (req.cancellation?.cancelled) return { aborted: true, durationMs };
+        if (timedOut) return { timedOut: true, durationMs };
         return { networkError: (err as Error).message, durationMs };
+      } finally {
+        clearTimeout(timer);
+        req.cancellation?.onCancel(null);
       }
     },
     close: () => agent.close(),

@@ -51,7 +51,6 @@ export async function deliverWebhook(
     },
     body,
     timeoutMs: config.timeoutMs,
-    signal: new AbortController().signal,
   });
   const delivered = result.status !== undefined && result.status >= 200 && result.status < 300;
   const tries = delivery.attempts + 1;
