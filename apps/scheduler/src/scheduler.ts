@@ -274,11 +274,7 @@ export function createScheduler(deps: SchedulerDeps) {
     metrics.maintenanceLastRound.set(Date.now() / 1000);
     return results;
   };
-  const reapOnce = async () => {
-    const results = [];
-    for (const lease of held) results.push(await reaper.runShard(lease));
-    return results;
-  };
+  const reapOnce = () => reaper.runRound(held);
 
   const leaseLoop = new Loop("leases", config.leaseRenewIntervalMs, leaseTick, logger);
   const dispatchLoop = new Loop("dispatch", config.dispatchIntervalMs, dispatchStep, logger);

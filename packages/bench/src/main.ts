@@ -14,7 +14,7 @@ import { startBenchSink } from "./sink.js";
 import { judge, renderTables, type BenchReport } from "./report.js";
 
 // npm run bench [-- --quick] [--only burn-down,precision,fairness,catch-up,scale,history,recurrence,api-ingest] [--jobs N]
-//                 [--concurrency C] [--json file] [--systems http-client,tick,graphile-worker,pg-boss,bullmq]
+//                 [--concurrency C] [--rounds R] [--json file] [--systems http-client,tick,graphile-worker,pg-boss,bullmq]
 //                 (BENCH_CPU_PROF=dir profiles Tick's processes)
 // Prints a table per scenario, one JSON object per scenario (lines starting with {"scenario":...}), and
 // the targets of issue #18 met, not met or not run (also in the report as `targets`).
@@ -35,6 +35,8 @@ function parseArgs(argv: string[]) {
     only,
     jobs: Number(get("jobs") ?? (quick ? 3_000 : 10_000)),
     concurrency: Number(get("concurrency") ?? 50),
+    /** Burn-down rounds (each system once per round; the median round counts). */
+    rounds: Number(get("rounds") ?? (quick ? 1 : 3)),
     json: get("json"),
     /** Burn-down only these systems (http-client, tick, graphile-worker, pg-boss, bullmq). */
     systems: get("systems")?.split(",").map((s) => s.trim()),
@@ -84,7 +86,7 @@ async function main() {
   const emit = (scenario: string, result: unknown) => process.stdout.write(`${JSON.stringify({ scenario, machine: { cpus: machine.cpus, commit: machine.commit }, result })}\n`);
   try {
     if (args.only.includes("burn-down")) {
-      report.scenarios.burnDown = await burnDown(ctx, args.jobs, args.concurrency, args.systems as Parameters<typeof burnDown>[3]);
+      report.scenarios.burnDown = await burnDown(ctx, args.jobs, args.concurrency, args.systems as Parameters<typeof burnDown>[3], args.rounds);
       emit("burn-down", report.scenarios.burnDown);
     }
     if (args.only.includes("precision")) {

@@ -135,16 +135,18 @@ export function renderTables(report: BenchReport): string {
     const tick = burnDown.find((r) => r.system === "tick")?.jobsPerSecond ?? 0;
     const ceiling = burnDown.find((r) => r.system === CEILING)?.jobsPerSecond ?? 0;
     out.push(
-      `Burn-down: each job POSTs to a local sink (same undici client, same concurrency), created → completed; ${CEILING}: the same calls with no queue`,
+      `Burn-down: each job POSTs to a local sink (same undici client, same concurrency), created → completed; ${CEILING}: the same calls with no queue. Each system ran once per round, rounds in rotated order; its figures are its median round's; CPU ms/job is the whole machine's`,
       table(
-        ["system", "jobs", "seconds", "jobs/s", `system / ${CEILING}`, "tick / system", "commits/job", "WAL bytes/job", "Redis cmds/job"],
+        ["system", "jobs", "seconds", "jobs/s", "rounds (jobs/s)", `system / ${CEILING}`, "tick / system", "CPU ms/job", "commits/job", "WAL bytes/job", "Redis cmds/job"],
         burnDown.map((r) => [
           r.system,
           r.jobs,
           r.seconds,
           r.jobsPerSecond,
+          (r.roundRates ?? [r.jobsPerSecond]).join(" / "),
           ceiling ? ratio(r.jobsPerSecond, ceiling) : "-",
           r.system === "tick" || r.system === CEILING ? "-" : ratio(tick, r.jobsPerSecond),
+          r.machineCpuMsPerJob,
           r.cost.commitsPerJob,
           r.cost.walBytesPerJob,
           r.cost.redisCommandsPerJob,

@@ -19,15 +19,29 @@ export async function withShardFence<T>(
   onStale: (lease: HeldLease) => void = () => {},
 ): Promise<FencedResult<T>> {
   try {
-    const value = await inTransaction(pool, async (client) => {
-      if (!(await sql.holdsShardLease(client, lease.shard, holder, lease.epoch))) throw new StaleLease();
-      return fn(client);
-    });
+    // The fence goes with BEGIN, in one round trip (#18: a dispatch round, a reaper or maintenance pass
+    // is one such transaction per shard).
+    const value = await inTransaction(
+      pool,
+      async (client, fence) => {
+        if ((fence?.rowCount ?? 0) === 0) throw new StaleLease();
+        return fn(client);
+      },
+      sql.shardFenceStatement(lease.shard, holder, lease.epoch),
+    );
     return { ok: true, value };
   } catch (err) {
     if (!(err instanceof StaleLease)) throw err;
-    await sql.recordStaleWrite(pool, lease.shard);
-    onStale(lease);
+    await refuseStale(pool, lease, onStale);
     return { ok: false };
   }
+}
+
+/**
+ * A shard found stale by a probe (sql.probeShards) is refused as the fence would have refused its write:
+ * counted on the lease row and reported to `onStale`.
+ */
+export async function refuseStale(pool: pg.Pool, lease: HeldLease, onStale: (lease: HeldLease) => void): Promise<void> {
+  await sql.recordStaleWrite(pool, lease.shard);
+  onStale(lease);
 }

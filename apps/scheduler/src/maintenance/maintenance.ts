@@ -1,7 +1,7 @@
 import type pg from "pg";
 import { sql } from "@tick/db";
 import type { Logger } from "@tick/runtime";
-import { withShardFence } from "../leases/shard-fence.js";
+import { refuseStale, withShardFence } from "../leases/shard-fence.js";
 import type { HeldLease } from "../leases/shard-lease-manager.js";
 import type { SchedulerMetrics } from "../metrics.js";
 
@@ -57,10 +57,10 @@ export class Maintenance {
     private readonly metrics: SchedulerMetrics,
   ) {}
 
+  private readonly onStale = (stale: HeldLease) => this.metrics.staleWrites.inc({ shard: String(stale.shard), component: "maintenance" });
+
   private fence<T>(lease: HeldLease, fn: (client: pg.PoolClient) => Promise<T>) {
-    return withShardFence(this.pool, this.config.holder, lease, fn, (stale) =>
-      this.metrics.staleWrites.inc({ shard: String(stale.shard), component: "maintenance" }),
-    );
+    return withShardFence(this.pool, this.config.holder, lease, fn, this.onStale);
   }
 
   private count(task: string, n: number): void {
@@ -77,12 +77,26 @@ export class Maintenance {
    */
   async runRound(held: HeldLease[]): Promise<MaintenanceResult[]> {
     const results: MaintenanceResult[] = [];
-    for (const lease of held) results.push(await this.archiveShard(lease));
+    // One read first says which shards have anything to move or delete (and which leases went stale);
+    // only those get fenced passes.
+    const [toArchive, toPrune] = await Promise.all([
+      sql.shardsToArchive(this.pool, this.config.holder, held, this.config.archiveAfterMs),
+      sql.shardsToPrune(this.pool, this.config.holder, held, this.config.retentionMaxDays),
+    ]);
+    for (const lease of held) {
+      const result: MaintenanceResult = { archivedJobs: 0, archivedAttempts: 0, prunedJobs: 0, refused: false };
+      if (toArchive.stale.has(lease.shard)) {
+        await refuseStale(this.pool, lease, this.onStale);
+        result.refused = true;
+      }
+      results.push(toArchive.busy.has(lease.shard) ? await this.archiveShard(lease) : result);
+    }
     const budget: PruneBudget = { remainingMs: this.config.pruneBudgetMs };
     const first = this.pruneOffset % Math.max(1, held.length);
     this.pruneOffset = first + 1;
     for (let i = 0; i < held.length && budget.remainingMs > 0; i++) {
       const at = (first + i) % held.length;
+      if (!toPrune.busy.has(held[at]!.shard)) continue;
       const pruned = await this.pruneShard(held[at]!, budget);
       results[at]!.prunedJobs = pruned.prunedJobs;
       results[at]!.refused ||= pruned.refused;

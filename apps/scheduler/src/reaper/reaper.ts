@@ -2,7 +2,7 @@ import type pg from "pg";
 import { computeBackoffMs, decideAfterFailure } from "@tick/core";
 import { sql } from "@tick/db";
 import type { Logger } from "@tick/runtime";
-import { withShardFence } from "../leases/shard-fence.js";
+import { refuseStale, withShardFence } from "../leases/shard-fence.js";
 import type { HeldLease } from "../leases/shard-lease-manager.js";
 import type { SchedulerMetrics } from "../metrics.js";
 
@@ -75,6 +75,31 @@ export class Reaper {
     }
   }
 
+  /**
+   * One round over the held shards: a single read says which have anything to reap (sql.shardsToReap);
+   * only those get the broker check and the fenced pass. One result per held shard, in `held` order.
+   */
+  async runRound(held: readonly HeldLease[]): Promise<ReapResult[]> {
+    const probe = await sql.shardsToReap(this.pool, this.config.holder, held, {
+      marginMs: this.config.leaseGraceMs,
+      unstartedAfterMs: Math.min(this.config.unstartedCheckAfterMs, this.config.strandedAfterMs),
+    });
+    const results: ReapResult[] = [];
+    for (const lease of held) {
+      if (probe.stale.has(lease.shard)) {
+        await refuseStale(this.pool, lease, this.onStale);
+        results.push({ leaseHeld: false, leasesReaped: 0, republished: 0, expired: 0 });
+      } else if (probe.busy.has(lease.shard)) {
+        results.push(await this.runShard(lease));
+      } else {
+        results.push({ leaseHeld: true, leasesReaped: 0, republished: 0, expired: 0 });
+      }
+    }
+    return results;
+  }
+
+  private readonly onStale = (stale: HeldLease) => this.metrics.staleWrites.inc({ shard: String(stale.shard), component: "reaper" });
+
   async runShard(lease: HeldLease): Promise<ReapResult> {
     const random = this.config.random ?? Math.random;
     const undeliverable = await this.undeliverable(lease.shard);
@@ -114,7 +139,7 @@ export class Reaper {
         await sql.enqueueJobWebhooks(client, [...finished, ...expiredJobs.map((j) => j.id)]);
         return { leasesReaped, republished, expired, rescheduled };
       },
-      (stale) => this.metrics.staleWrites.inc({ shard: String(stale.shard), component: "reaper" }),
+      this.onStale,
     );
     if (!result.ok) return { leaseHeld: false, leasesReaped: 0, republished: 0, expired: 0 };
     const { rescheduled, ...counts } = result.value;

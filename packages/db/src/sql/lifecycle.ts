@@ -2,6 +2,7 @@
 // what is left to prune is pruned in bounded batches. The scheduler's maintenance loop runs these, each
 // inside a fenced transaction like every other scheduler write (see docs/architecture.md, "Data lifecycle").
 import type { JobRow } from "./jobs.js";
+import { probeShards, type ProbeResult, type ShardProbe } from "./shard-leases.js";
 import type { Queryable } from "./types.js";
 
 /** Every job, live or moved to history: reads that may meet a finished job use this view. */
@@ -35,6 +36,42 @@ export async function lockArchivableJobs(db: Queryable, shard: number, graceMs: 
     [shard, graceMs, batch],
   );
   return rows.slice(0, batch);
+}
+
+/**
+ * Which of these shards have finished jobs to move to history (a superset of what lockArchivableJobs
+ * takes: a job a replay still watches counts here), and which leases are stale. Read-only, one statement
+ * for all shards (#18: a fenced transaction per shard and round found nothing on almost every one).
+ */
+export function shardsToArchive(db: Queryable, holder: string, leases: readonly ShardProbe[], graceMs: number): Promise<ProbeResult> {
+  return probeShards(
+    db,
+    holder,
+    leases,
+    `EXISTS (SELECT 1 FROM jobs j WHERE j.shard = s.shard AND j.status IN ('succeeded', 'cancelled', 'expired')
+              AND j.finished_at < now() - make_interval(secs => $4 / 1000.0))
+     OR EXISTS (SELECT 1 FROM jobs j JOIN tenants t ON t.id = j.tenant_id
+              WHERE j.shard = s.shard AND j.status = 'dead' AND j.finished_at < now() - make_interval(days => 1)
+                AND j.finished_at < now() - make_interval(days => t.dlq_retention_days))`,
+    [graceMs],
+  );
+}
+
+/** Which of these shards' tenants have history past retention that pruneHistoryOfShard would delete. */
+export function shardsToPrune(db: Queryable, holder: string, leases: readonly ShardProbe[], maxDays: number): Promise<ProbeResult> {
+  return probeShards(
+    db,
+    holder,
+    leases,
+    `EXISTS (SELECT 1 FROM tenants t JOIN LATERAL (
+               SELECT 1 FROM history.jobs h
+                WHERE h.tenant_id = t.id AND h.finished_at < now() - make_interval(days => LEAST(t.retention_days, $4))
+                  AND (h.idempotency_expires_at IS NULL OR h.idempotency_expires_at <= now())
+                  AND (NOT t.export_before_prune OR h.finished_at < t.exported_through)
+                LIMIT 1) h ON true
+              WHERE t.shard = s.shard)`,
+    [maxDays],
+  );
 }
 
 /** Creates the day partitions of history for these UTC days ("YYYY-MM-DD") if missing. */

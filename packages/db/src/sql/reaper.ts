@@ -1,6 +1,7 @@
 // Reaper (S1, S5, S10): finds attempts that will never finish on their own. Run inside a transaction
 // fenced by the shard lease, like every scheduler write.
 import { DECISION_EVENT, JOB_STATUS_WRITES, stateLiteral, statusIn } from "./job-status-writes.js";
+import { probeShards, type ProbeResult, type ShardProbe } from "./shard-leases.js";
 import type { Queryable } from "./types.js";
 
 export interface ExpiredLease {
@@ -139,4 +140,27 @@ export async function republishStrandedAttempts(db: Queryable, shard: number, ti
     [shard, timeoutMs, limit, undeliverable],
   );
   return rowCount ?? 0;
+}
+
+/**
+ * Which of these shards the reaper has anything to do on: a running attempt whose lease ended more than
+ * `marginMs` ago, a pending attempt dispatched more than `unstartedAfterMs` ago (the broker check and the
+ * stranded re-publish both start there), or a job past its expiry deadline; and which leases are stale.
+ * Read-only and unfenced, one statement for all shards (#18: a fenced transaction per shard and round,
+ * with nothing to do on almost every one, cost as much as a dispatch round); a shard it misses by a race
+ * is seen next round, and the fenced pass decides everything again.
+ */
+export function shardsToReap(db: Queryable, holder: string, leases: readonly ShardProbe[], args: { marginMs: number; unstartedAfterMs: number }): Promise<ProbeResult> {
+  return probeShards(
+    db,
+    holder,
+    leases,
+    `EXISTS (SELECT 1 FROM attempts a JOIN jobs j ON j.id = a.job_id
+              WHERE a.status = 'running' AND a.lease_expires_at < now() - make_interval(secs => $4 / 1000.0) AND j.shard = s.shard)
+     OR EXISTS (SELECT 1 FROM attempts a JOIN jobs j ON j.id = a.job_id
+              WHERE a.status = 'pending' AND a.dispatched_at < now() - make_interval(secs => $5 / 1000.0) AND j.shard = s.shard)
+     OR EXISTS (SELECT 1 FROM jobs j
+              WHERE j.shard = s.shard AND j.expires_at IS NOT NULL AND j.expires_at <= now() AND j.status IN ('scheduled', 'dispatched'))`,
+    [args.marginMs, args.unstartedAfterMs],
+  );
 }

@@ -1,5 +1,6 @@
 // Shard leadership (S2, S8, S18). Every time decision here uses the database clock (now()), never
 // the caller's, so schedulers with skewed clocks agree on who holds what (S13).
+import pg from "pg";
 import type { Queryable } from "./types.js";
 
 export interface HeldShard {
@@ -94,6 +95,50 @@ export async function holdsShardLease(db: Queryable, shard: number, holder: stri
     [shard, holder, epoch],
   );
   return (rowCount ?? 0) > 0;
+}
+
+/**
+ * holdsShardLease's statement with its values inlined, to go with BEGIN in one round trip
+ * (inTransaction's `opening`): one row while the lease is held. Shard and epoch must be integers; the
+ * holder is quoted by pg's escapeLiteral.
+ */
+export function shardFenceStatement(shard: number, holder: string, epoch: string): string {
+  if (!Number.isSafeInteger(shard) || !/^\d+$/.test(epoch)) throw new Error(`bad shard lease: shard ${shard}, epoch ${epoch}`);
+  return `SELECT 1 FROM shard_leases WHERE shard = ${shard} AND holder = ${pg.escapeLiteral(holder)} AND epoch = ${epoch} AND expires_at > now() FOR SHARE`;
+}
+
+/** A shard as a scheduler believes it holds it, for the read-only probes that say which shards have work. */
+export interface ShardProbe {
+  shard: number;
+  epoch: string;
+}
+
+/** What a probe found: shards with work, and shards whose lease this holder no longer has at that epoch. */
+export interface ProbeResult {
+  busy: Set<number>;
+  stale: Set<number>;
+}
+
+/**
+ * Runs a probe: `work` is an SQL condition on `s.shard` (true when the shard has something to do); the
+ * statement also checks each lease as the fence would (without locking: nothing is written), so a stale
+ * scheduler learns it is stale even on a shard with nothing to do. Parameters after $3 are `params`.
+ */
+export async function probeShards(db: Queryable, holder: string, leases: readonly ShardProbe[], work: string, params: unknown[]): Promise<ProbeResult> {
+  const result: ProbeResult = { busy: new Set(), stale: new Set() };
+  if (leases.length === 0) return result;
+  const { rows } = await db.query<{ shard: number; held: boolean; busy: boolean }>(
+    `SELECT s.shard,
+            EXISTS (SELECT 1 FROM shard_leases l WHERE l.shard = s.shard AND l.holder = $3 AND l.epoch = s.epoch AND l.expires_at > now()) AS held,
+            (${work}) AS busy
+       FROM unnest($1::int[], $2::bigint[]) AS s(shard, epoch)`,
+    [leases.map((l) => l.shard), leases.map((l) => l.epoch), holder, ...params],
+  );
+  for (const r of rows) {
+    if (!r.held) result.stale.add(r.shard);
+    else if (r.busy) result.busy.add(r.shard);
+  }
+  return result;
 }
 
 /** Counts a write refused by the fence (a stale leader, S8); visible per shard. */
