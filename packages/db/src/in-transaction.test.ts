@@ -48,7 +48,7 @@ describe("inTransaction with an opening statement (the shard fence, sent with BE
     expect(held).toBe(1);
     expect(await inTransaction(pool, async (_c, opened) => opened?.rowCount ?? 0, sql.shardFenceStatement(7, holder, "41"))).toBe(0);
     expect(await inTransaction(pool, async (_c, opened) => opened?.rowCount ?? 0, sql.shardFenceStatement(7, "someone-else", "42"))).toBe(0);
-    expect((await pool.query("SELECT count(*)::int AS n FROM jobs")).rows[0].n).toBe(0);
+    expect((await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM jobs")).rows[0]!.n).toBe(0);
     // FOR SHARE: a takeover's UPDATE of the lease row waits for the fenced transaction to end.
     let released = false;
     const fenced = inTransaction(
