@@ -1,5 +1,5 @@
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
-import { Agent, request } from "undici";
+import { Agent } from "undici";
 import { isAddressAllowed, type Cidr } from "@tick/core";
 
 export interface HttpCallResult {
@@ -63,70 +63,86 @@ export function createHttpCaller(options: { allowedCidrs: readonly Cidr[]; maxRe
   const agent = new Agent({ connect: { lookup: guardedLookup }, connections: options.connections ?? 256, keepAliveTimeout: 10_000 });
 
   return {
-    async call(req) {
+    call(req) {
       const started = performance.now();
+      const url = new URL(req.url);
       // A literal IP never goes through DNS: check it here.
-      const host = new URL(req.url).hostname.replace(/^\[|\]$/g, "");
+      const host = url.hostname.replace(/^\[|\]$/g, "");
       if (/^[\d.]+$|:/.test(host)) {
         const verdict = isAddressAllowed(host, options.allowedCidrs);
-        if (!verdict.ok) return { blocked: verdict.reason, durationMs: 0 };
+        if (!verdict.ok) return Promise.resolve({ blocked: verdict.reason, durationMs: 0 });
       }
       // Nothing asynchronous lies between this check and handing the request to undici.
       const withheld = req.mayStillSend?.() ?? null;
-      if (withheld !== null) return { withheld, durationMs: 0 };
-      if (req.cancellation?.cancelled) return { aborted: true, durationMs: 0 };
-      // One controller and one timer per call, aborted by the timeout or the cancellation: what
-      // AbortSignal.timeout + AbortSignal.any did, at a fifth of the CPU (#18: ~55 µs a call here).
-      const controller = new AbortController();
-      let timedOut = false;
-      const timer = setTimeout(() => {
-        timedOut = true;
-        controller.abort(new Error(`timed out after ${req.timeoutMs} ms`));
-      }, req.timeoutMs);
-      req.cancellation?.onCancel((reason) => controller.abort(new Error(reason)));
-      try {
-        const res = await request(req.url, {
-          method: req.method as "POST",
-          headers: req.headers,
-          body: req.body ?? undefined,
-          signal: controller.signal,
-          dispatcher: agent,
-          maxRedirections: 0,
-        } as Parameters<typeof request>[1]);
-        // Read with events rather than an async iterator (a promise per chunk), up to maxResponseBytes.
-        const body = await new Promise<string>((resolve, reject) => {
-          let text = "";
-          let size = 0;
-          res.body.on("data", (chunk: Buffer) => {
-            size += chunk.length;
-            if (text.length < options.maxResponseBytes) text += chunk.toString("utf8");
-            if (size > options.maxResponseBytes) {
-              resolve(text);
-              res.body.destroy();
-            }
-          });
-          res.body.once("end", () => resolve(text));
-          res.body.once("error", reject);
-          res.body.once("close", () => resolve(text));
-        });
-        const retryAfter = res.headers["retry-after"];
-        return {
-          status: res.statusCode,
-          retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : (retryAfter ?? null),
-          body: body.slice(0, options.maxResponseBytes),
-          durationMs: Math.round(performance.now() - started),
+      if (withheld !== null) return Promise.resolve({ withheld, durationMs: 0 });
+      if (req.cancellation?.cancelled) return Promise.resolve({ aborted: true, durationMs: 0 });
+      return new Promise<HttpCallResult>((resolve) => {
+        let settled = false;
+        let controller: { abort(reason: Error): void } | null = null;
+        let stopWith: Error | null = null;
+        let status = 0;
+        let retryAfter: string | null = null;
+        let body = "";
+        let size = 0;
+        const elapsed = () => Math.round(performance.now() - started);
+        const finish = (result: HttpCallResult) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          req.cancellation?.onCancel(null);
+          resolve(result);
         };
-      } catch (err) {
-        const durationMs = Math.round(performance.now() - started);
-        const cause = (err as { cause?: unknown }).cause ?? err;
-        if ((cause as { code?: string }).code === "ETICKBLOCKED" || cause instanceof BlockedAddress) return { blocked: (cause as Error).message, durationMs };
-        if (req.cancellation?.cancelled) return { aborted: true, durationMs };
-        if (timedOut) return { timedOut: true, durationMs };
-        return { networkError: (err as Error).message, durationMs };
-      } finally {
-        clearTimeout(timer);
-        req.cancellation?.onCancel(null);
-      }
+        // Stops the request: at once if undici has started it, else as soon as it does (it may be queued
+        // for a connection).
+        const stop = (reason: Error) => {
+          stopWith = reason;
+          controller?.abort(reason);
+        };
+        const timer = setTimeout(() => {
+          finish({ timedOut: true, durationMs: elapsed() });
+          stop(new Error(`timed out after ${req.timeoutMs} ms`));
+        }, req.timeoutMs);
+        req.cancellation?.onCancel((reason) => {
+          finish({ aborted: true, durationMs: elapsed() });
+          stop(new Error(reason));
+        });
+        // undici's dispatch with a handler of our own, not `request`: no response stream, no AbortSignal
+        // (the handler's controller aborts), one closure per call. 27 µs of CPU a call instead of 65 here
+        // (#18). No redirect is followed (dispatch has no redirect handling unless asked).
+        agent.dispatch(
+          { origin: url.origin, path: url.pathname + url.search, method: req.method as "POST", headers: req.headers, body: req.body ?? undefined },
+          {
+            onRequestStart(c) {
+              controller = c;
+              if (stopWith) c.abort(stopWith);
+            },
+            onResponseStart(_c, statusCode, headers) {
+              if (statusCode < 200) return; // informational: the response is still to come
+              status = statusCode;
+              const value = (headers as Record<string, string | string[] | undefined>)["retry-after"];
+              retryAfter = Array.isArray(value) ? (value[0] ?? null) : (value ?? null);
+            },
+            // The body is read up to maxResponseBytes; past that the request is cut and what was read kept.
+            onResponseData(_c, chunk: Buffer) {
+              if (settled) return;
+              size += chunk.length;
+              if (body.length < options.maxResponseBytes) body += chunk.toString("utf8");
+              if (size > options.maxResponseBytes) {
+                finish({ status, retryAfter, body: body.slice(0, options.maxResponseBytes), durationMs: elapsed() });
+                stop(new Error("response larger than the limit"));
+              }
+            },
+            onResponseEnd() {
+              finish({ status, retryAfter, body: body.slice(0, options.maxResponseBytes), durationMs: elapsed() });
+            },
+            onResponseError(_c, err) {
+              const cause = ((err as { cause?: unknown }).cause ?? err) as { code?: string; message?: string };
+              if (cause.code === "ETICKBLOCKED" || cause instanceof BlockedAddress) finish({ blocked: cause.message ?? "address not allowed", durationMs: elapsed() });
+              else finish({ networkError: err.message, durationMs: elapsed() });
+            },
+          },
+        );
+      });
     },
     close: () => agent.close(),
   };
