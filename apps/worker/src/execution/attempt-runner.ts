@@ -87,6 +87,33 @@ function decide(started: sql.StartedAttempt, result: HttpCallResult, now: Date, 
  * renewed by heartbeat (aborted if a renewal is refused: S7), then a completion fenced on the attempt's
  * fencing token and the job's version. Every attempt carries the job's stable Idempotency-Key (S6).
  */
+/**
+ * The headers of a call to the job's target: the job's own, then Tick's (which win over the job's): the
+ * stable Idempotency-Key (S6), the job, attempt and fencing token, the signature, the user agent, and a
+ * JSON content type when the job sends a body without one.
+ */
+function targetHeaders(started: sql.StartedAttempt, attemptId: string, secrets: string[]): Record<string, string> {
+  const headers: Record<string, string> = {};
+  let hasContentType = false;
+  for (const name in started.headers) {
+    headers[name] = started.headers[name]!;
+    if (!hasContentType && name.toLowerCase() === "content-type") hasContentType = true;
+  }
+  headers["idempotency-key"] = started.idempotency_key ?? `tick-job-${started.job_id}`;
+  headers["tick-job-id"] = started.job_id;
+  headers["tick-attempt-id"] = attemptId;
+  headers["tick-attempt-number"] = String(started.attempt_number);
+  headers["tick-fencing-token"] = started.fencing_token;
+  if (secrets.length > 0) {
+    const signed = signTargetRequest(secrets, attemptId, Math.floor(Date.now() / 1000), started.body);
+    headers["tick-timestamp"] = signed["tick-timestamp"]!;
+    headers["tick-signature"] = signed["tick-signature"]!;
+  }
+  headers["user-agent"] = "tick-scheduler/1";
+  if (started.body !== null && !hasContentType) headers["content-type"] = "application/json";
+  return headers;
+}
+
 /** Longest a worker holds a replayed message waiting for its replay's start gate before handing it back. */
 const MAX_PACED_WAIT_MS = 2_000;
 
@@ -212,17 +239,7 @@ async function runInSlots(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, 
     result = await deps.http.call({
       method: started.method,
       url: started.url,
-      headers: {
-        ...started.headers,
-        "idempotency-key": started.idempotency_key ?? `tick-job-${started.job_id}`,
-        "tick-job-id": started.job_id,
-        "tick-attempt-id": msg.attemptId,
-        "tick-attempt-number": String(started.attempt_number),
-        "tick-fencing-token": started.fencing_token,
-        ...signTargetRequest(secrets, msg.attemptId, Math.floor(Date.now() / 1000), started.body),
-        "user-agent": "tick-scheduler/1",
-        ...(started.body !== null && !Object.keys(started.headers).some((h) => h.toLowerCase() === "content-type") ? { "content-type": "application/json" } : {}),
-      },
+      headers: targetHeaders(started, msg.attemptId, secrets),
       body: started.body,
       timeoutMs: started.timeout_ms,
       cancellation: lease,

@@ -60,18 +60,31 @@ export function createHttpCaller(options: { allowedCidrs: readonly Cidr[]; maxRe
       else callback(null, addresses[0]!.address, addresses[0]!.family);
     });
   };
+  // Verdicts on literal IP hosts, by hostname: null (allowed, or a name that goes through the lookup) or
+  // the reason it is refused. The allowed ranges are fixed for the caller's life; bounded all the same.
+  const literalVerdicts = new Map<string, string | null>();
+  const literalVerdict = (hostname: string): string | null => {
+    const known = literalVerdicts.get(hostname);
+    if (known !== undefined) return known;
+    const host = hostname.replace(/^\[|\]$/g, "");
+    let verdict: string | null = null;
+    if (/^[\d.]+$|:/.test(host)) {
+      const check = isAddressAllowed(host, options.allowedCidrs);
+      if (!check.ok) verdict = check.reason;
+    }
+    if (literalVerdicts.size >= 10_000) literalVerdicts.clear();
+    literalVerdicts.set(hostname, verdict);
+    return verdict;
+  };
   const agent = new Agent({ connect: { lookup: guardedLookup }, connections: options.connections ?? 256, keepAliveTimeout: 10_000 });
 
   return {
     call(req) {
       const started = performance.now();
       const url = new URL(req.url);
-      // A literal IP never goes through DNS: check it here.
-      const host = url.hostname.replace(/^\[|\]$/g, "");
-      if (/^[\d.]+$|:/.test(host)) {
-        const verdict = isAddressAllowed(host, options.allowedCidrs);
-        if (!verdict.ok) return Promise.resolve({ blocked: verdict.reason, durationMs: 0 });
-      }
+      // A literal IP never goes through DNS: check it here (the verdict depends on the address alone).
+      const refused = literalVerdict(url.hostname);
+      if (refused !== null) return Promise.resolve({ blocked: refused, durationMs: 0 });
       // Nothing asynchronous lies between this check and handing the request to undici.
       const withheld = req.mayStillSend?.() ?? null;
       if (withheld !== null) return Promise.resolve({ withheld, durationMs: 0 });

@@ -1,4 +1,4 @@
-import { createHmac } from "node:crypto";
+import { createHmac, createSecretKey, type KeyObject } from "node:crypto";
 
 /**
  * Standard Webhooks signature: base64(HMAC-SHA256(key, `${id}.${timestamp}.${body}`)) with the key the
@@ -6,12 +6,20 @@ import { createHmac } from "node:crypto";
  * progress) the header carries one signature per secret, space separated, so either verifies.
  */
 export function signWebhook(secrets: string[], id: string, timestampSeconds: number, body: string): string {
-  return secrets
-    .map((secret) => {
-      const key = Buffer.from(secret.startsWith("whsec_") ? secret.slice(6) : secret, "base64");
-      return `v1,${createHmac("sha256", key).update(`${id}.${timestampSeconds}.${body}`).digest("base64")}`;
-    })
-    .join(" ");
+  return secrets.map((secret) => `v1,${createHmac("sha256", keyOf(secret)).update(`${id}.${timestampSeconds}.${body}`).digest("base64")}`).join(" ");
+}
+
+// Decoded signing keys by secret: a tenant signs every call with the same one or two (#18: decoding the
+// base64 on every call cost as much as the HMAC). Secrets rotate rarely; the cache is bounded all the same.
+const keys = new Map<string, KeyObject>();
+function keyOf(secret: string): KeyObject {
+  let key = keys.get(secret);
+  if (!key) {
+    if (keys.size >= 10_000) keys.clear();
+    key = createSecretKey(Buffer.from(secret.startsWith("whsec_") ? secret.slice(6) : secret, "base64"));
+    keys.set(secret, key);
+  }
+  return key;
 }
 
 /**
