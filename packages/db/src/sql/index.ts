@@ -9,6 +9,7 @@ export * from "./attempts.js";
 export * from "./webhooks.js";
 export * from "./schedules.js";
 export * from "./replays.js";
+export * from "./audit.js";
 export * from "./clock.js";
 export * from "./lifecycle.js";
 export * from "./job-status-writes.js";

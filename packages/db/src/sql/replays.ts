@@ -336,16 +336,6 @@ export async function closeCancelledReplay(db: Queryable, id: string): Promise<v
   await db.query(`UPDATE dlq_replays SET finished_at = now(), updated_at = now() WHERE id = $1 AND status = 'cancelled' AND finished_at IS NULL`, [id]);
 }
 
-/** An audit row in the caller's transaction (the API's replay actions; the scheduler's, as `system`). */
-export async function insertAudit(
-  db: Queryable,
-  e: { tenantId: string; actorType: string; actorId: string | null; action: string; targetType: string; targetId?: string; details: Record<string, unknown> },
-): Promise<void> {
-  await db.query(
-    `INSERT INTO audit_log (tenant_id, actor_type, actor_id, action, target_type, target_id, details) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [e.tenantId, e.actorType, e.actorId, e.action, e.targetType, e.targetId ?? null, JSON.stringify(e.details)],
-  );
-}
 
 
 /**

@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import { AppError } from "@tick/core";
 import type { exportJobsQuerySchema, updateTenantSettingsSchema } from "@tick/contract";
-import { inTransaction, sql, type PrismaClient, type Queryable } from "@tick/db";
+import { inTransaction, sql, type Queryable } from "@tick/db";
 import type pg from "pg";
 import type { Logger } from "@tick/runtime";
 import { auditActor, type ApiPrincipal } from "../api/authenticate";
@@ -64,7 +64,6 @@ export async function updateSettings(
  */
 export async function exportFinishedJobs(
   pool: pg.Pool,
-  prisma: PrismaClient,
   logger: Logger,
   principal: ApiPrincipal,
   query: z.output<typeof exportJobsQuerySchema>,
@@ -87,13 +86,17 @@ export async function exportFinishedJobs(
       try {
         const jobs = await sql.listFinishedJobs(pool, tenantId, { from, to, after, limit: EXPORT_PAGE });
         if (jobs.length === 0) {
-          const exportedThrough = await sql.recordCompleteExport(pool, tenantId, from, to);
-          await writeAudit(prisma, {
-            ...auditActor(principal),
-            action: "jobs.exported",
-            targetType: "tenant",
-            targetId: tenantId,
-            details: { from: from?.toISOString() ?? null, to: to.toISOString(), count },
+          // The export's mark and its audit row commit together.
+          const exportedThrough = await inTransaction(pool, async (client) => {
+            const through = await sql.recordCompleteExport(client, tenantId, from, to);
+            await writeAudit(client, {
+              ...auditActor(principal),
+              action: "jobs.exported",
+              targetType: "tenant",
+              targetId: tenantId,
+              details: { from: from?.toISOString() ?? null, to: to.toISOString(), count },
+            });
+            return through;
           });
           controller.enqueue(line({ type: "end", count, from: from?.toISOString() ?? null, to: to.toISOString(), exportedThrough: exportedThrough?.toISOString() ?? null }));
           controller.close();

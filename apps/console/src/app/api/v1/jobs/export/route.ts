@@ -5,10 +5,10 @@ import { exportFinishedJobs } from "@/server/services/lifecycle";
 export const dynamic = "force-dynamic";
 
 export const GET = apiRoute("exportJobs", async ({ principal, query }) => {
-  const { pool, prisma, logger } = getContext();
+  const { pool, logger } = getContext();
   return {
     status: 200,
-    body: await exportFinishedJobs(pool, prisma, logger, principal, query),
+    body: await exportFinishedJobs(pool, logger, principal, query),
     headers: { "content-type": "application/x-ndjson; charset=utf-8", "content-disposition": 'attachment; filename="jobs.ndjson"' },
   };
 });

@@ -1,0 +1,108 @@
+import { describe, expect, it } from "vitest";
+import { itConformsToOpenApi, jobBody, useConsole } from "./harness";
+
+const suite = useConsole();
+
+/**
+ * Every audit insert fails while `fn` runs: a trigger in this test's own database raises on audit_log,
+ * as a crash between a change and its audit row would leave it (the row never written).
+ */
+async function withAuditFailing<T>(fn: () => Promise<T>): Promise<T> {
+  const { prisma } = suite.h;
+  await prisma.$executeRawUnsafe(`CREATE OR REPLACE FUNCTION tick_test_refuse_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION 'audit insert refused by the test'; END $$`);
+  await prisma.$executeRawUnsafe(`CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION tick_test_refuse_audit()`);
+  try {
+    return await fn();
+  } finally {
+    await prisma.$executeRawUnsafe(`DROP TRIGGER refuse_audit ON audit_log`);
+  }
+}
+
+describe("a change and its audit row commit together (#19)", () => {
+  it("when the audit row cannot be written, every audited change answers 500 and changes nothing; once it can, each change and its row land together", async () => {
+    const { prisma } = suite.h;
+    const tenantId = suite.a.id;
+    const client = suite.h.client(suite.a.apiKey);
+    // What exists before: a queue, a key, a job, the first signing secret.
+    expect((await client.call("createQueue", { body: { name: "before" } })).status).toBe(201);
+    const key = await suite.h.addKey(tenantId, ["jobs:read"]);
+    const job = await client.call("createJob", { body: jobBody() });
+    if (!job.ok) throw new Error(JSON.stringify(job.problem));
+    expect((await client.call("listSigningSecrets", {})).status).toBe(200);
+    const snapshot = async () => ({
+      queues: await prisma.queue.findMany({ where: { tenantId }, select: { name: true, paused: true }, orderBy: { name: "asc" } }),
+      keys: await prisma.apiKey.findMany({ where: { tenantId }, select: { id: true, revokedAt: true }, orderBy: { id: "asc" } }),
+      job: await prisma.job.findUnique({ where: { id: job.body.id }, select: { status: true, version: true } }),
+      secrets: await prisma.signingSecret.count({ where: { tenantId } }),
+      settings: await prisma.tenant.findUnique({ where: { id: tenantId }, select: { retentionDays: true } }),
+      schedules: await prisma.schedule.count({ where: { tenantId } }),
+      audit: await prisma.auditLog.count({ where: { tenantId } }),
+    });
+    const before = await snapshot();
+
+    const changes = [
+      () => client.call("createQueue", { body: { name: "during" } }),
+      () => client.call("pauseQueue", { params: { name: "before" } }),
+      () => client.call("createApiKey", { body: { name: "during", scopes: ["jobs:read"] } }),
+      () => client.call("revokeApiKey", { params: { id: key.keyId } }),
+      () => client.call("cancelJob", { params: { id: job.body.id } }),
+      () => client.call("rotateSigningSecret", { body: { overlapSeconds: 60 } }),
+      () => client.call("updateSettings", { body: { retentionDays: 3 } }),
+      () => client.call("createSchedule", { body: { name: "during", cron: "*/5 * * * *", timezone: "Europe/Berlin", job: { target: { url: "https://93.184.216.34/report" } } } }),
+    ];
+    await withAuditFailing(async () => {
+      for (const change of changes) {
+        const res = await change();
+        expect(res.status).toBe(500);
+        if (res.ok) throw new Error("expected a problem");
+        expect(res.problem.type).toBe("https://tick.dev/problems/internal");
+      }
+    });
+    expect(await snapshot()).toEqual(before);
+
+    // With the audit log writable again, each change lands with its row.
+    for (const change of changes) expect((await change()).status).toBeLessThan(300);
+    const after = await snapshot();
+    expect(after.queues).toContainEqual({ name: "before", paused: true });
+    expect(after.queues).toContainEqual({ name: "during", paused: false });
+    expect(after.keys.find((k) => k.id === key.keyId)?.revokedAt).not.toBeNull();
+    expect(after.keys).toHaveLength(before.keys.length + 1);
+    expect(after.job?.status).toBe("cancelled");
+    expect(after.secrets).toBe(before.secrets + 1);
+    expect(after.settings?.retentionDays).toBe(3);
+    expect(after.schedules).toBe(1);
+    const actions = (await prisma.auditLog.findMany({ where: { tenantId }, orderBy: { id: "asc" }, select: { action: true } })).map((a) => a.action);
+    expect(actions.slice(-changes.length)).toEqual([
+      "queue.created",
+      "queue.paused",
+      "api_key.created",
+      "api_key.revoked",
+      "job.cancelled",
+      "webhook_secret.rotated",
+      "tenant.settings.updated",
+      "schedule.created",
+    ]);
+  });
+
+  it("an export records its mark only with its audit row: with the row refused the stream ends without its last line and the mark stays", async () => {
+    const { prisma } = suite.h;
+    const tenant = await suite.h.createTenant();
+    // Read the stream by hand: a cut stream is the expected outcome here, not a client error.
+    const exportText = () =>
+      fetch(`${suite.h.baseUrl}/api/v1/jobs/export`, { headers: { authorization: `Bearer ${tenant.apiKey}` } })
+        .then((res) => res.text())
+        .catch(() => "");
+    const mark = async () => (await prisma.tenant.findUnique({ where: { id: tenant.id }, select: { exportedThrough: true } }))?.exportedThrough ?? null;
+    const refused = await withAuditFailing(exportText);
+    expect(refused).not.toContain('"type":"end"');
+    expect(await mark()).toBeNull();
+    expect(await prisma.auditLog.count({ where: { tenantId: tenant.id, action: "jobs.exported" } })).toBe(0);
+
+    expect(await exportText()).toContain('"type":"end"');
+    expect(await mark()).not.toBeNull();
+    expect(await prisma.auditLog.count({ where: { tenantId: tenant.id, action: "jobs.exported" } })).toBe(1);
+  });
+});
+
+itConformsToOpenApi(suite);
