@@ -17,7 +17,7 @@ export interface HeldLease {
  * Acquires, renews and balances this scheduler's shard leases. Each scheduler aims at its fair share
  * (shards / live schedulers, rounded up); extra shards are released so a newcomer gets some at once,
  * and shards of a dead scheduler are taken once their lease expires (database time). What this class
- * believes is only a hint: every write is fenced in the database (holdsShardLease).
+ * believes is only a hint: every write is fenced in the database (sql.shardFenceStatement).
  */
 export class ShardLeaseManager {
   private held = new Map<number, HeldLease>();

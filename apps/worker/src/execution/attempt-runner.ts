@@ -83,11 +83,6 @@ function decide(started: sql.StartedAttempt, result: HttpCallResult, now: Date, 
 }
 
 /**
- * Runs one dispatch message: the pre-execution check and start (S15), the HTTP call under a lease
- * renewed by heartbeat (aborted if a renewal is refused: S7), then a completion fenced on the attempt's
- * fencing token and the job's version. Every attempt carries the job's stable Idempotency-Key (S6).
- */
-/**
  * The headers of a call to the job's target: the job's own, then Tick's (which win over the job's): the
  * stable Idempotency-Key (S6), the job, attempt and fencing token, the signature, the user agent, and a
  * JSON content type when the job sends a body without one.
@@ -113,6 +108,12 @@ function targetHeaders(started: sql.StartedAttempt, attemptId: string, secrets: 
   if (started.body !== null && !hasContentType) headers["content-type"] = "application/json";
   return headers;
 }
+
+/*
+ * The attempt path: one dispatch message: the pre-execution check and start (S15), the HTTP call under a lease
+ * renewed by heartbeat (aborted if a renewal is refused: S7), then a completion fenced on the attempt's
+ * fencing token and the job's version. Every attempt carries the job's stable Idempotency-Key (S6).
+ */
 
 /** Longest a worker holds a replayed message waiting for its replay's start gate before handing it back. */
 const MAX_PACED_WAIT_MS = 2_000;

@@ -1,6 +1,6 @@
 // The dispatch hot path (S2, S8, S12, S16): find tenants with due work, claim their due jobs into
 // dispatched attempts (the durable dispatch record, published by the dispatcher once the claim commits).
-// Callers run these inside a transaction that first passed holdsShardLease(), so a stale leader's claim
+// Callers run these inside a transaction that first passed the shard fence (shardFenceStatement), so a stale leader's claim
 // never commits.
 import { JOB_STATUS_WRITES, stateLiteral, statusIn } from "./job-status-writes.js";
 import type { Queryable } from "./types.js";

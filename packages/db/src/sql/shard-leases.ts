@@ -85,22 +85,11 @@ export async function liveSchedulers(db: Queryable): Promise<Map<string, number>
 }
 
 /**
- * The fence, first statement of every scheduler write transaction for a shard: true only while this
- * holder still holds the shard at this epoch by the database clock. FOR SHARE makes a takeover's
- * UPDATE wait for this transaction, so the lease cannot change hands between the check and COMMIT.
- */
-export async function holdsShardLease(db: Queryable, shard: number, holder: string, epoch: string): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `SELECT 1 FROM shard_leases WHERE shard = $1 AND holder = $2 AND epoch = $3 AND expires_at > now() FOR SHARE`,
-    [shard, holder, epoch],
-  );
-  return (rowCount ?? 0) > 0;
-}
-
-/**
- * holdsShardLease's statement with its values inlined, to go with BEGIN in one round trip
- * (inTransaction's `opening`): one row while the lease is held. Shard and epoch must be integers; the
- * holder is quoted by pg's escapeLiteral.
+ * The fence, first statement of every scheduler write transaction for a shard, sent with BEGIN in one
+ * round trip (inTransaction's `opening`): one row only while this holder still holds the shard at this
+ * epoch by the database clock. FOR SHARE makes a takeover's UPDATE wait for the transaction, so the lease
+ * cannot change hands between the check and COMMIT. The values are inlined: shard and epoch must be
+ * integers, the holder is quoted by pg's escapeLiteral.
  */
 export function shardFenceStatement(shard: number, holder: string, epoch: string): string {
   if (!Number.isSafeInteger(shard) || !/^\d+$/.test(epoch)) throw new Error(`bad shard lease: shard ${shard}, epoch ${epoch}`);
