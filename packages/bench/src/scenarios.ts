@@ -83,6 +83,36 @@ async function machineCpuMs(): Promise<number> {
   return ((user + nice + system + irq + softirq) * 1000) / 100;
 }
 
+/**
+ * CPU time (user + system, ms) of every process on the machine so far, summed by role: Postgres,
+ * Redis, Tick's scheduler and worker, a peer's worker, and this process (the bench and its sink).
+ * BENCH_CPU_BREAKDOWN=1 prints it per job for each burn-down: which process a system's cost lands in.
+ */
+async function processCpuMs(): Promise<Map<string, number>> {
+  const { readdir } = await import("node:fs/promises");
+  const byRole = new Map<string, number>();
+  const tick = 100; // USER_HZ
+  for (const pid of await readdir("/proc").catch(() => [] as string[])) {
+    if (!/^\d+$/.test(pid)) continue;
+    const [stat, cmdline] = await Promise.all([readFile(`/proc/${pid}/stat`, "utf8").catch(() => ""), readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")]);
+    if (!stat || !cmdline) continue; // gone, or a kernel thread
+    const close = stat.lastIndexOf(")");
+    const comm = stat.slice(stat.indexOf("(") + 1, close);
+    const fields = stat.slice(close + 2).split(" ");
+    const ms = ((Number(fields[11]) + Number(fields[12])) * 1000) / tick;
+    const args = cmdline.split("\0");
+    let role = comm;
+    if (Number(pid) === process.pid) role = "bench+sink";
+    else if (comm === "postgres") role = "postgres";
+    else if (comm.startsWith("redis")) role = "redis";
+    else if (args.some((a) => a.endsWith("apps/scheduler/dist/main.js"))) role = "tick-scheduler";
+    else if (args.some((a) => a.endsWith("apps/worker/dist/main.js"))) role = "tick-worker";
+    else if (args.some((a) => a.endsWith("peer-worker.js"))) role = "peer-worker";
+    if (ms > 0) byRole.set(role, (byRole.get(role) ?? 0) + ms);
+  }
+  return byRole;
+}
+
 const NO_COST: CostPerJob = { commitsPerJob: 0, walBytesPerJob: 0, redisCommandsPerJob: 0 };
 
 /**
@@ -123,6 +153,7 @@ async function burnDownOnce(ctx: Context, n: number, concurrency: number, system
     // databaseUrl null: no store at all (the bare client), so no cost to read.
     const measure = async (databaseUrl: string | null, redis: Redis | null, enqueue: () => Promise<void>, remaining: () => Promise<number>) => {
       const before = databaseUrl ? await snapshotCost(databaseUrl, redis) : null;
+      const breakdown = process.env.BENCH_CPU_BREAKDOWN ? await processCpuMs() : null;
       const cpuBefore = await machineCpuMs();
       const started = performance.now();
       await enqueue();
@@ -139,6 +170,14 @@ async function burnDownOnce(ctx: Context, n: number, concurrency: number, system
       const cost = databaseUrl && before ? await costPerJob(databaseUrl, before, await snapshotCost(databaseUrl, redis), n) : NO_COST;
       const result: BurnDownResult = { system, jobs: n, seconds: round(seconds), jobsPerSecond: Math.round(n / seconds), machineCpuMsPerJob, cost, roundRates: [] };
       ctx.log(`  ${system}: ${result.jobsPerSecond} jobs/s (${result.seconds} s, ${machineCpuMsPerJob} ms of machine CPU per job)`);
+      if (breakdown) {
+        const after = await processCpuMs();
+        const perJob = [...after]
+          .map(([role, ms]) => [role, (ms - (breakdown.get(role) ?? 0)) / n] as const)
+          .filter(([, ms]) => ms >= 0.005)
+          .sort((a, b) => b[1] - a[1]);
+        ctx.log(`    CPU ms per job by process: ${perJob.map(([role, ms]) => `${role} ${ms.toFixed(3)}`).join(", ")}`);
+      }
       results.push(result);
     };
     if (system === CEILING) {
