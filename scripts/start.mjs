@@ -189,6 +189,8 @@ async function main() {
   env.WORKER_HEALTH_PORT = String(workerHealthPort);
   // The demo's jobs call local endpoints; a real deployment leaves this empty (public targets only).
   env.TICK_SSRF_ALLOWED_CIDRS ??= "127.0.0.0/8,::1/128";
+  // Anyone reaching this console may create a tenant (a deployment leaves it unset: closed).
+  env.TICK_SIGNUP ??= "open";
   env.NODE_ENV = "production";
   env.NEXT_TELEMETRY_DISABLED = "1";
   // The console handles SIGTERM itself (drains, exits 0); Next's own handler would exit 143.

@@ -10,3 +10,4 @@ export * from "./schedules.js";
 export * from "./audit.js";
 export * from "./dlq.js";
 export * from "./lifecycle.js";
+export * from "./accounts.js";

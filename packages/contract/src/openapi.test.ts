@@ -20,10 +20,17 @@ describe("OpenAPI document", () => {
     for (const [operationId, route] of Object.entries(routes)) {
       const op = (doc.paths[route.path] as Record<string, Record<string, unknown>>)[route.method]!;
       expect(op.operationId).toBe(operationId);
-      expect(op["x-required-scope"]).toBe(route.scope);
       const responses = op.responses as Record<string, { content?: Record<string, unknown> }>;
       for (const status of Object.keys(route.responses)) expect(responses[status]).toBeDefined();
-      expect(responses["401"]?.content?.["application/problem+json"]).toBeDefined();
+      if (route.scope === null) {
+        // Public (sign-up): no credentials asked for, so no scope and no 401.
+        expect(op["x-required-scope"]).toBeUndefined();
+        expect(op.security).toEqual([]);
+        expect(responses["401"]).toBeUndefined();
+      } else {
+        expect(op["x-required-scope"]).toBe(route.scope);
+        expect(responses["401"]?.content?.["application/problem+json"]).toBeDefined();
+      }
       expect(responses["503"]).toBeDefined();
     }
   });

@@ -85,7 +85,9 @@ export function buildOpenApiDocument(routeTable: Record<string, RouteDef>, optio
         ...(response.schema ? { content: { [response.contentType ?? "application/json"]: { schema: components.convert(response.schema, "output") } } } : {}),
       };
     }
-    for (const code of [...new Set([...route.errors, ...COMMON_ERRORS, ...(route.method === "get" ? [] : WRITE_ERRORS)])]) {
+    // A public operation takes no credentials, so it never answers 401.
+    const common = route.scope === null ? COMMON_ERRORS.filter((c) => c !== "unauthorized") : COMMON_ERRORS;
+    for (const code of [...new Set([...route.errors, ...common, ...(route.method === "get" ? [] : WRITE_ERRORS)])]) {
       const status = String(ERROR_CODES[code].status);
       const existing = responses[status] as { description: string; "x-problem-types": string[] } | undefined;
       if (existing?.["x-problem-types"]) {
@@ -108,7 +110,7 @@ export function buildOpenApiDocument(routeTable: Record<string, RouteDef>, optio
       operationId,
       summary: route.summary,
       ...(route.description ? { description: route.description } : {}),
-      "x-required-scope": route.scope,
+      ...(route.scope === null ? { security: [] } : { "x-required-scope": route.scope }),
       parameters: parametersOf(route, components),
       ...(route.body
         ? { requestBody: { required: true, content: { "application/json": { schema: components.convert(route.body, "input") } } } }

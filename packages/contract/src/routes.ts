@@ -14,6 +14,7 @@ import {
   listJobsQuerySchema,
 } from "./jobs.js";
 import { apiKeySchema, createApiKeySchema, createdApiKeySchema } from "./keys.js";
+import { signUpResultSchema, signUpSchema } from "./accounts.js";
 import { createQueueSchema, queueNameSchema, queueSchema, updateQueueSchema } from "./queues.js";
 import { rotateSecretSchema, signingSecretListSchema } from "./webhooks.js";
 import { auditPageSchema, auditQuerySchema } from "./audit.js";
@@ -36,7 +37,8 @@ export interface RouteDef {
   path: string;
   summary: string;
   description?: string;
-  scope: ApiKeyScope;
+  /** The scope an API key (or a console role) needs; null: a public operation, no credentials (sign-up). */
+  scope: ApiKeyScope | null;
   params?: z.ZodObject;
   query?: z.ZodObject;
   body?: z.ZodType;
@@ -182,6 +184,19 @@ export const routes = {
     params: queueParams,
     responses: { 200: { description: "Resumed", schema: queueSchema } },
     errors: ["not_found", "validation_failed"],
+  },
+  signUp: {
+    method: "post",
+    path: "/signup",
+    summary: "Sign up: create a tenant, its owner and a first API key",
+    description:
+      "Public (no credentials). Creates the tenant with a default queue, its owner (a new user, or an existing one " +
+      "who proves it with their password) and an admin API key, returned once. Allowed when the deployment's " +
+      "TICK_SIGNUP is `open`; otherwise 403 `signup_closed`. Rate limited per client address and per email (429).",
+    scope: null,
+    body: signUpSchema,
+    responses: { 201: { description: "Created; `firstKey.key` is shown only now", schema: signUpResultSchema } },
+    errors: ["signup_closed", "conflict", "validation_failed"],
   },
   listApiKeys: {
     method: "get",

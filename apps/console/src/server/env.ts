@@ -23,6 +23,17 @@ export const consoleEnvSchema = z.object({
   API_MAX_BODY_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
   /** Largest request body accepted by POST /jobs/batch (up to 1,000 jobs). */
   API_MAX_BATCH_BODY_BYTES: z.coerce.number().int().min(1024).max(256 * 1024 * 1024).default(16 * 1024 * 1024),
+  /**
+   * Who may sign up (issue #19): `open` (anyone creates a tenant), `invite` (people join by invitation
+   * only), `closed` (neither). Unset is closed, so a deployment never opens sign-up by accident;
+   * `npm start` sets open.
+   */
+  TICK_SIGNUP: z.enum(["open", "invite", "closed"]).default("closed"),
+  /** Sign-ups, and sign-in attempts, one client address may make per TICK_AUTH_RATE_WINDOW. */
+  TICK_AUTH_RATE_PER_ADDRESS: z.coerce.number().int().positive().default(30),
+  /** Sign-ups, and failed sign-ins, per email per TICK_AUTH_RATE_WINDOW. */
+  TICK_AUTH_RATE_PER_EMAIL: z.coerce.number().int().positive().default(10),
+  TICK_AUTH_RATE_WINDOW: durationSchema.default(15 * 60_000),
   /** How long an admission check may wait for Redis before the request is let through (fail open). */
   API_RATE_LIMIT_TIMEOUT: durationSchema.default(250),
   /**

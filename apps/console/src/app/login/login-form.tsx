@@ -25,6 +25,8 @@ export function LoginForm({ initialError }: { initialError?: string }) {
     } else if (result?.ok && !result.error) {
       router.replace("/");
       router.refresh();
+    } else if (result?.status === 429) {
+      setError("Too many sign-in attempts. Wait a few minutes and try again.");
     } else {
       setError("Wrong email or password.");
     }

@@ -3,6 +3,8 @@ import type { JobServiceDeps } from "../services/jobs";
 import { getContext } from "../context";
 import { getEnv } from "../env";
 import { createAdmission } from "./admission";
+import { createAuthLimits, type AuthLimits } from "./auth-limits";
+import type { AccountDeps } from "../services/accounts";
 
 let cached: JobServiceDeps | undefined;
 
@@ -21,4 +23,27 @@ export function getJobDeps(): JobServiceDeps {
     };
   }
   return cached;
+}
+
+let authLimits: AuthLimits | undefined;
+
+/** Sign-up and sign-in limits per client address and per email (TICK_AUTH_RATE_*). */
+export function getAuthLimits(): AuthLimits {
+  if (!authLimits) {
+    const env = getEnv();
+    const { redis, logger } = getContext();
+    authLimits = createAuthLimits({
+      redis,
+      prefix: env.TICK_REDIS_PREFIX,
+      logger,
+      policy: { perAddress: env.TICK_AUTH_RATE_PER_ADDRESS, perEmail: env.TICK_AUTH_RATE_PER_EMAIL, windowMs: env.TICK_AUTH_RATE_WINDOW },
+    });
+  }
+  return authLimits;
+}
+
+/** What the account services (sign-up, members, operators) need. */
+export function getAccountDeps(): AccountDeps {
+  const env = getEnv();
+  return { prisma: getContext().prisma, limits: getAuthLimits(), signUpMode: env.TICK_SIGNUP, shardCount: env.TICK_SHARDS };
 }

@@ -63,33 +63,36 @@ async function readJson(request: Request, maxBytes: number): Promise<unknown> {
   }
 }
 
+/** Who is calling: the client address (for rate limits), as the nearest proxy, or Next itself, saw it. */
+export function clientAddress(request: Request): string {
+  // Next sets X-Forwarded-For to the socket's address only when the request has none; a proxy in front
+  // appends the address it saw. So the last entry is the one our own side observed (docs/api.md: run the
+  // console behind a proxy that appends it, or a client can choose the address its sign-ups count under).
+  const forwarded = request.headers.get("x-forwarded-for") ?? "";
+  const last = forwarded.split(",").map((s) => s.trim()).filter(Boolean).pop();
+  return last ?? "unknown";
+}
+
+type AnyRoute = { scope: string | null; params?: z.ZodObject; query?: z.ZodObject; body?: z.ZodType; idempotent?: boolean };
+
 /**
- * The one wrapper every /api/v1 handler goes through: API key (or console session) auth and tenant resolution, the route's
- * scope, zod parsing of path, query and body, and every error mapped to problem+json. Handlers get a
- * tenant-scoped request and return status and body; they never see another tenant's key.
+ * The request pipeline shared by every /api/v1 handler: zod parsing of path, query and body, the
+ * Idempotency-Key header, and every error mapped to problem+json. `authenticate` resolves the caller
+ * (and may refuse) before anything is parsed.
  */
-export function apiRoute<N extends RouteName>(
-  name: N,
-  handler: (req: ApiRequest<N>) => Promise<ApiResponse>,
-  options: ApiRouteOptions = {},
+function handleRequest<P>(
+  name: string,
+  route: AnyRoute,
+  options: ApiRouteOptions,
+  authenticate: (request: Request) => Promise<P>,
+  handler: (req: { principal: P; params: unknown; query: unknown; body: unknown; idempotencyKey: string | null; request: Request }) => Promise<ApiResponse>,
 ) {
-  const route = routes[name] as Route<N> & { params?: z.ZodObject; query?: z.ZodObject; body?: z.ZodType; idempotent?: boolean };
   return async (request: Request, context: { params: Promise<Record<string, string>> }): Promise<Response> => {
     const instance = new URL(request.url).pathname;
     let tenantId: string | undefined;
     try {
-      const app = getContext();
-      const authorization = request.headers.get("authorization");
-      const principal = authorization
-        ? await authenticateApiKey(app.pool, authorization)
-        : await authenticateSession(app.pool, await getConsoleUser(), request);
-      tenantId = principal.tenant.id;
-      if (!hasScope(principal.scopes, route.scope)) {
-        throw new AppError(
-          "forbidden",
-          principal.actor.type === "api_key" ? `This API key lacks the ${route.scope} scope.` : `Your role does not allow this (it needs ${route.scope}).`,
-        );
-      }
+      const principal = await authenticate(request);
+      tenantId = (principal as { tenant?: { id: string } } | null)?.tenant?.id;
       let params: unknown = {};
       if (route.params) {
         const parsed = route.params.safeParse(await context.params);
@@ -107,7 +110,7 @@ export function apiRoute<N extends RouteName>(
       if (idempotencyKey !== null && !idempotencyKeySchema.safeParse(idempotencyKey).success) {
         throw new AppError("bad_request", `Idempotency-Key must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} characters.`);
       }
-      const result = await handler({ principal, params, query, body, idempotencyKey, request } as ApiRequest<N>);
+      const result = await handler({ principal, params, query, body, idempotencyKey, request });
       const headers = { "cache-control": "no-store", ...result.headers };
       if (result.body instanceof ReadableStream) return new Response(result.body, { status: result.status, headers });
       return Response.json(result.body, { status: result.status, headers });
@@ -118,4 +121,50 @@ export function apiRoute<N extends RouteName>(
       return problemResponse(err, instance);
     }
   };
+}
+
+/**
+ * The one wrapper every authenticated /api/v1 handler goes through: API key (or console session) auth and
+ * tenant resolution, the route's scope, then the shared pipeline (handleRequest). Handlers get a
+ * tenant-scoped request and return status and body; they never see another tenant's key.
+ */
+export function apiRoute<N extends RouteName>(
+  name: N,
+  handler: (req: ApiRequest<N>) => Promise<ApiResponse>,
+  options: ApiRouteOptions = {},
+) {
+  const route = routes[name] as Route<N> & AnyRoute;
+  const scope = route.scope;
+  if (scope === null) throw new Error(`${name} is a public route: wrap it with publicApiRoute`);
+  return handleRequest(
+    name,
+    route,
+    options,
+    async (request) => {
+      const app = getContext();
+      const authorization = request.headers.get("authorization");
+      const principal = authorization
+        ? await authenticateApiKey(app.pool, authorization)
+        : await authenticateSession(app.pool, await getConsoleUser(), request);
+      if (!hasScope(principal.scopes, scope)) {
+        throw new AppError(
+          "forbidden",
+          principal.actor.type === "api_key" ? `This API key lacks the ${scope} scope.` : `Your role does not allow this (it needs ${scope}).`,
+        );
+      }
+      return principal;
+    },
+    handler as (req: unknown) => Promise<ApiResponse>,
+  );
+}
+
+export type PublicApiRequest<N extends RouteName> = Omit<ApiRequest<N>, "principal"> & { clientAddress: string };
+
+/** A public operation (scope null in the contract: sign-up): no credentials, the same parsing and errors. */
+export function publicApiRoute<N extends RouteName>(name: N, handler: (req: PublicApiRequest<N>) => Promise<ApiResponse>, options: ApiRouteOptions = {}) {
+  const route = routes[name] as Route<N> & AnyRoute;
+  if (route.scope !== null) throw new Error(`${name} needs the ${route.scope} scope: wrap it with apiRoute`);
+  return handleRequest(name, route, options, async () => null, (req) =>
+    handler({ ...(req as unknown as PublicApiRequest<N>), clientAddress: clientAddress(req.request) }),
+  );
 }
