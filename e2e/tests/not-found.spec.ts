@@ -1,14 +1,9 @@
 import AxeBuilder from "@axe-core/playwright";
-import { expect, test, type Page } from "@playwright/test";
+import { expect, test } from "@playwright/test";
+import { expectNoHorizontalScroll } from "./page-checks";
 import { productState } from "./product-state";
 
 const state = productState();
-
-/** No sideways scrolling at this width: the page is no wider than the viewport. */
-async function expectNoHorizontalScroll(page: Page) {
-  const { scroll, client } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
-  expect(scroll).toBeLessThanOrEqual(client);
-}
 
 test("a URL the console has no page for answers 404 with a real page: sign-in link when anonymous", async ({ page }) => {
   const res = await page.goto("/no-such-page");

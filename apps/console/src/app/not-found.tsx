@@ -13,7 +13,7 @@ export default async function NotFound() {
   return (
     <main className="mx-auto max-w-6xl p-6">
       {user ? (
-        <ConsoleHeader user={user} membership={user.memberships[0]} current="" />
+        <ConsoleHeader user={user} membership={user.current} current="" />
       ) : (
         <h1 className="mb-8 text-2xl font-semibold">Tick</h1>
       )}

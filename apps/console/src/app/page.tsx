@@ -9,7 +9,7 @@ export const dynamic = "force-dynamic";
 export default async function DashboardPage() {
   const user = await getConsoleUser();
   if (!user) redirect("/login");
-  const membership = user.memberships[0];
+  const membership = user.current;
 
   return (
     <main className="mx-auto max-w-5xl p-6">
@@ -60,7 +60,7 @@ async function TenantDashboard({ tenantId }: { tenantId: string }) {
           {overview.queues.map((q) => (
             <li key={q.name} className="flex justify-between">
               <span>{q.name}</span>
-              <span className={q.paused ? "text-amber-600" : "text-emerald-600"}>{q.paused ? "paused" : "running"}</span>
+              <span className={q.paused ? "text-amber-800" : "text-emerald-800"}>{q.paused ? "paused" : "running"}</span>
             </li>
           ))}
         </ul>

@@ -1,10 +1,12 @@
 import Link from "next/link";
 import type { ConsoleMembership, ConsoleUser } from "@/server/auth";
 import { SignOutButton } from "@/app/sign-out-button";
+import { TenantSwitcher } from "./tenant-switcher";
 
 const NAV = [
   { href: "/", label: "Dashboard" },
   { href: "/dlq", label: "Dead letters" },
+  { href: "/keys", label: "API keys" },
   { href: "/docs/api", label: "API reference" },
 ];
 
@@ -12,22 +14,25 @@ const NAV = [
 export function ConsoleHeader({ user, membership, current }: { user: ConsoleUser; membership: ConsoleMembership | undefined; current: string }) {
   return (
     <header className="mb-8 flex flex-wrap items-center justify-between gap-x-6 gap-y-3">
-      <div>
+      <div className="min-w-0">
         <h1 className="text-2xl font-semibold">Tick</h1>
-        <p className="text-sm text-slate-500">
+        <p className="break-words text-sm text-slate-500">
           Signed in as {user.email}
           {membership ? ` · ${membership.tenantName} (${membership.role})` : ""}
         </p>
       </div>
-      <nav className="flex flex-wrap items-center gap-x-4 gap-y-2" aria-label="Console">
-        {NAV.map((item) => (
-          <Link key={item.href} href={item.href} aria-current={item.href === current ? "page" : undefined}
-            className={`text-sm hover:underline ${item.href === current ? "font-medium text-slate-900" : "text-slate-600 hover:text-slate-900"}`}>
-            {item.label}
-          </Link>
-        ))}
-        <SignOutButton />
-      </nav>
+      <div className="flex flex-wrap items-center gap-x-4 gap-y-2">
+        {user.memberships.length > 1 ? <TenantSwitcher memberships={user.memberships} currentId={membership?.tenantId} /> : null}
+        <nav className="flex flex-wrap items-center gap-x-4 gap-y-2" aria-label="Console">
+          {NAV.map((item) => (
+            <Link key={item.href} href={item.href} aria-current={item.href === current ? "page" : undefined}
+              className={`text-sm hover:underline ${item.href === current ? "font-medium text-slate-900" : "text-slate-600 hover:text-slate-900"}`}>
+              {item.label}
+            </Link>
+          ))}
+          <SignOutButton />
+        </nav>
+      </div>
     </header>
   );
 }

@@ -248,11 +248,11 @@ function PropertyRow({ name, schema, required, depth }: { name: string; schema: 
       {nested ? (
         depth < MAX_DEPTH ? (
           <div className="mt-2 border-l-2 border-slate-100 pl-4 sm:ml-4">
-            {nested.label ? <p className="text-xs uppercase tracking-wide text-slate-400">{nested.label}</p> : null}
+            {nested.label ? <p className="text-xs uppercase tracking-wide text-slate-600">{nested.label}</p> : null}
             <PropertyList schema={nested.schema} depth={depth + 1} />
           </div>
         ) : (
-          <p className="mt-1 text-xs text-slate-400">(nested too deep to show)</p>
+          <p className="mt-1 text-xs text-slate-600">(nested too deep to show)</p>
         )
       ) : null}
     </li>

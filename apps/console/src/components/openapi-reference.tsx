@@ -296,7 +296,7 @@ function ParametersTable({ parameters }: { parameters: ParameterInfo[] }) {
             <tr key={`${p.in}:${p.name}`}>
               <td className="py-2 pr-4 font-mono font-medium">{p.name}</td>
               <td className="py-2 pr-4 text-slate-600">{p.in}</td>
-              <td className="py-2 pr-4">{p.required ? <span className="text-rose-600">yes</span> : <span className="text-slate-400">no</span>}</td>
+              <td className="py-2 pr-4">{p.required ? <span className="text-rose-600">yes</span> : <span className="text-slate-600">no</span>}</td>
               <td className="py-2 pr-4"><SchemaSummary schema={p.schema} /></td>
               <td className="py-2 text-slate-600">{p.description ? <Prose text={p.description} /> : null}</td>
             </tr>

@@ -22,6 +22,10 @@ export interface ConsoleUser {
   email: string;
   name: string | null;
   memberships: ConsoleMembership[];
+  /** The tenant the console shows: the one last switched to, while still a member; else the first. */
+  current: ConsoleMembership | undefined;
+  /** Runs the SaaS (operator pages and API); not a tenant role. */
+  platformOperator: boolean;
 }
 
 export function authOptions(): NextAuthOptions {
@@ -70,15 +74,18 @@ export async function getConsoleUser(): Promise<ConsoleUser | null> {
     include: { memberships: { include: { tenant: true }, orderBy: { createdAt: "asc" } } },
   });
   if (!user) return null;
+  const memberships = user.memberships.map((m) => ({
+    tenantId: m.tenantId,
+    tenantSlug: m.tenant.slug,
+    tenantName: m.tenant.name,
+    role: m.role,
+  }));
   return {
     id: user.id,
     email: user.email,
     name: user.name,
-    memberships: user.memberships.map((m) => ({
-      tenantId: m.tenantId,
-      tenantSlug: m.tenant.slug,
-      tenantName: m.tenant.name,
-      role: m.role,
-    })),
+    memberships,
+    current: memberships.find((m) => m.tenantId === user.currentTenantId) ?? memberships[0],
+    platformOperator: user.platformOperator,
   };
 }

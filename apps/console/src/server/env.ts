@@ -30,7 +30,7 @@ export const consoleEnvSchema = z.object({
    */
   TICK_SIGNUP: z.enum(["open", "invite", "closed"]).default("closed"),
   /** Sign-ups, and sign-in attempts, one client address may make per TICK_AUTH_RATE_WINDOW. */
-  TICK_AUTH_RATE_PER_ADDRESS: z.coerce.number().int().positive().default(30),
+  TICK_AUTH_RATE_PER_ADDRESS: z.coerce.number().int().positive().default(100),
   /** Sign-ups, and failed sign-ins, per email per TICK_AUTH_RATE_WINDOW. */
   TICK_AUTH_RATE_PER_EMAIL: z.coerce.number().int().positive().default(10),
   TICK_AUTH_RATE_WINDOW: durationSchema.default(15 * 60_000),

@@ -9,7 +9,7 @@ export const dynamic = "force-dynamic";
 export default async function DlqPage() {
   const user = await getConsoleUser();
   if (!user) redirect("/login");
-  const membership = user.memberships[0];
+  const membership = user.current;
   return (
     <main className="mx-auto max-w-6xl p-6">
       <ConsoleHeader user={user} membership={membership} current="/dlq" />

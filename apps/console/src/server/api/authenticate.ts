@@ -45,14 +45,15 @@ export async function authenticateApiKey(db: Queryable, authorization: string | 
 
 /**
  * A console user calling the API from the console (session cookie, no API key): the tenant is the
- * `Tick-Tenant` header's (one of the user's memberships) or the first membership, and the scopes are
+ * `Tick-Tenant` header's (one of the user's memberships) or the one the user last switched to in the
+ * console (the first membership if none), and the scopes are
  * the membership role's. Writes must come from the console's own origin: a cross-site page cannot
  * borrow the session (the cookie is SameSite=Lax too, and JSON bodies need a CORS preflight).
  */
 export async function authenticateSession(db: Queryable, user: ConsoleUser | null, request: Request): Promise<ApiPrincipal> {
   if (!user) throw unauthorized("Send the API key as `Authorization: Bearer <key>`, or sign in to the console.");
   const wanted = request.headers.get("tick-tenant");
-  const membership = wanted ? user.memberships.find((m) => m.tenantId === wanted) : user.memberships[0];
+  const membership = wanted ? user.memberships.find((m) => m.tenantId === wanted) : user.current;
   if (!membership) throw new AppError("forbidden", "You are not a member of this tenant.");
   if (request.method !== "GET" && request.method !== "HEAD") {
     const origin = request.headers.get("origin");

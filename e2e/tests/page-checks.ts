@@ -1,0 +1,24 @@
+import AxeBuilder from "@axe-core/playwright";
+import { expect, type Page } from "@playwright/test";
+
+/** No sideways scrolling at this width: the page is no wider than the viewport. */
+export async function expectNoHorizontalScroll(page: Page) {
+  const { scroll, client } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
+  expect(scroll).toBeLessThanOrEqual(client);
+}
+
+/**
+ * The console's page bar, at 1280 and 390 px: no sideways scrolling, no axe-core violation, and a
+ * full-page screenshot kept under test-results/ (`name`-`width`.png) for a person to look at.
+ * `ready` waits for what must be on screen before the page is judged.
+ */
+export async function checkPageAtWidths(page: Page, name: string, ready: () => Promise<void>) {
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 900 });
+    await ready();
+    await expectNoHorizontalScroll(page);
+    expect((await new AxeBuilder({ page }).analyze()).violations).toEqual([]);
+    await page.screenshot({ path: `test-results/${name}-${width}.png`, fullPage: true });
+  }
+  await page.setViewportSize({ width: 1280, height: 900 });
+}

@@ -1,0 +1,99 @@
+import { expect, test } from "@playwright/test";
+import { checkPageAtWidths } from "./page-checks";
+import { productState } from "./product-state";
+
+const state = productState();
+const run = Date.now().toString(36);
+const email = `founder-${run}@example.test`;
+const password = "a long enough passphrase";
+
+test.describe.configure({ mode: "serial" });
+
+test("a new team signs up in the console, gets its first key once, and uses it over REST", async ({ page, request }) => {
+  await page.goto("/login");
+  await page.getByRole("link", { name: "Create an account" }).click();
+  await expect(page).toHaveURL(/\/signup$/);
+  await checkPageAtWidths(page, "signup", async () => {
+    await expect(page.getByRole("heading", { name: "Create your Tick account" })).toBeVisible();
+  });
+
+  await page.getByLabel("Team or company name").fill(`Founders ${run}`);
+  await page.getByLabel("Email").fill(email);
+  await page.getByLabel(/^Password/).fill(password);
+  await page.getByRole("button", { name: "Create account" }).click();
+  const secret = page.getByTestId("secret-value");
+  await expect(secret).toBeVisible();
+  const firstKey = (await secret.textContent())!.trim();
+  expect(firstKey).toMatch(/^tk_/);
+  await page.screenshot({ path: "test-results/signup-done-1280.png", fullPage: true });
+
+  const queues = await request.get(`${state.consoleUrl}/api/v1/queues`, { headers: { authorization: `Bearer ${firstKey}` } });
+  expect(queues.status()).toBe(200);
+  expect(((await queues.json()) as { data: { name: string }[] }).data.map((q) => q.name)).toEqual(["default"]);
+
+  await page.getByRole("button", { name: "Continue to the console" }).click();
+  await expect(page.getByText(`Signed in as ${email} · Founders ${run} (owner)`)).toBeVisible();
+});
+
+test("the API keys page creates a key shown once, lists it, and revokes it; the key works until then", async ({ page, request }) => {
+  await signIn(page);
+  await page.goto("/keys");
+  await checkPageAtWidths(page, "keys", async () => {
+    await expect(page.getByTestId("key-row").first()).toBeVisible();
+  });
+
+  await page.getByLabel("Name").fill("reporting");
+  // Only jobs:read: uncheck the default jobs:write.
+  await page.getByRole("checkbox", { name: "jobs:write" }).uncheck();
+  await expect(page.getByRole("checkbox", { name: "jobs:read" })).toBeChecked();
+  await page.getByRole("button", { name: "Create key" }).click();
+  const secret = page.getByTestId("created-key").getByTestId("secret-value");
+  await expect(secret).toBeVisible();
+  const key = (await secret.textContent())!.trim();
+  await page.screenshot({ path: "test-results/keys-created-1280.png", fullPage: true });
+
+  const auth = { authorization: `Bearer ${key}` };
+  expect((await request.get(`${state.consoleUrl}/api/v1/jobs`, { headers: auth })).status()).toBe(200);
+  expect((await request.post(`${state.consoleUrl}/api/v1/queues`, { headers: auth, data: { name: "nope" } })).status()).toBe(403);
+
+  const row = page.getByTestId("key-row").filter({ hasText: "reporting" });
+  await expect(row).toContainText("jobs:read");
+  await expect(row).toContainText("Active");
+  page.once("dialog", (dialog) => void dialog.accept());
+  await row.getByRole("button", { name: "Revoke reporting" }).click();
+  await expect(row).toContainText("Revoked");
+  expect((await request.get(`${state.consoleUrl}/api/v1/jobs`, { headers: auth })).status()).toBe(401);
+  // The secret is gone for good: the page no longer shows it after a reload.
+  await page.reload();
+  await expect(page.getByTestId("created-key")).toHaveCount(0);
+});
+
+test("a person in two tenants switches between them, and the choice is remembered", async ({ page, request }) => {
+  const second = `Second ${run}`;
+  const res = await request.post(`${state.consoleUrl}/api/v1/signup`, { data: { tenantName: second, email, password } });
+  expect(res.status()).toBe(201);
+  await signIn(page);
+  const switcher = page.getByTestId("tenant-switcher");
+  await expect(switcher).toBeVisible();
+  await switcher.selectOption({ label: `${second} (owner)` });
+  await expect(page.getByText(`Signed in as ${email} · ${second} (owner)`)).toBeVisible();
+  // The key list is the second tenant's: its own first key only.
+  await page.goto("/keys");
+  await expect(page.getByTestId("key-row")).toHaveCount(1);
+  await expect(page.getByTestId("key-row").filter({ hasText: "reporting" })).toHaveCount(0);
+  // Remembered on the user, not the tab: a fresh sign-in lands on the same tenant.
+  await page.context().clearCookies();
+  await signIn(page);
+  await expect(page.getByText(`Signed in as ${email} · ${second} (owner)`)).toBeVisible();
+  await checkPageAtWidths(page, "dashboard-two-tenants", async () => {
+    await expect(page.getByTestId("tenant-switcher")).toBeVisible();
+  });
+});
+
+async function signIn(page: import("@playwright/test").Page) {
+  await page.goto("/login");
+  await page.getByLabel("Email").fill(email);
+  await page.getByLabel("Password").fill(password);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page.getByText(`Signed in as ${email}`)).toBeVisible();
+}
