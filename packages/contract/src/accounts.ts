@@ -1,6 +1,8 @@
 import { z } from "zod";
 import { uuid } from "./common.js";
+import { nullableTimestamp, timestamp } from "./common.js";
 import { createdApiKeySchema } from "./keys.js";
+import { consoleRoleSchema } from "./scopes.js";
 
 /** A tenant's URL name: lowercase letters, digits and single hyphens, 3 to 40 characters. */
 export const tenantSlugSchema = z
@@ -53,3 +55,63 @@ export function slugify(name: string): string {
     .replace(/-+$/g, "");
   return slug.length >= 3 ? slug : `${slug || "tenant"}-${Math.random().toString(36).slice(2, 6)}`;
 }
+
+export const memberSchema = z
+  .object({
+    userId: uuid,
+    email: z.string(),
+    name: z.string().nullable(),
+    role: consoleRoleSchema,
+    joinedAt: timestamp,
+  })
+  .meta({ id: "Member" });
+
+export const invitationSchema = z
+  .object({
+    id: uuid,
+    email: z.string(),
+    role: consoleRoleSchema,
+    /** pending, accepted, revoked or expired. */
+    state: z.enum(["pending", "accepted", "revoked", "expired"]),
+    invitedBy: z.string().meta({ description: "Email of the member who invited" }),
+    createdAt: timestamp,
+    expiresAt: timestamp,
+    acceptedAt: nullableTimestamp,
+  })
+  .meta({ id: "Invitation" });
+
+export const memberListSchema = z.object({ data: z.array(memberSchema), invitations: z.array(invitationSchema) }).meta({ id: "MemberList" });
+
+export const createInvitationSchema = z.object({ email: emailSchema, role: consoleRoleSchema }).meta({ id: "CreateInvitation" });
+
+export const createdInvitationSchema = z
+  .object({
+    invitation: invitationSchema,
+    /** The link to send to the person: holds the single-use token, shown only now. */
+    acceptUrl: z.string(),
+    /** Whether it was also sent by email (SMTP_URL set and the send succeeded). */
+    emailed: z.boolean(),
+  })
+  .meta({ id: "CreatedInvitation" });
+
+export const updateMemberSchema = z.object({ role: consoleRoleSchema }).meta({ id: "UpdateMember" });
+
+export const acceptInvitationSchema = z
+  .object({
+    token: z.string().min(20).max(200),
+    /** A new account's password, or the existing account's (which proves it is theirs). */
+    password: passwordSchema,
+    name: z.string().trim().min(1).max(100).optional(),
+  })
+  .meta({ id: "AcceptInvitation" });
+
+export const acceptedInvitationSchema = z
+  .object({ tenant: tenantSummarySchema, user: z.object({ id: uuid, email: z.string() }), role: consoleRoleSchema })
+  .meta({ id: "AcceptedInvitation" });
+
+export const invitationPreviewSchema = z
+  .object({ tenant: tenantSummarySchema, email: z.string(), role: consoleRoleSchema, expiresAt: timestamp, accountExists: z.boolean() })
+  .meta({ id: "InvitationPreview" });
+
+export type Member = z.output<typeof memberSchema>;
+export type Invitation = z.output<typeof invitationSchema>;

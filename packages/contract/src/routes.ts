@@ -14,7 +14,19 @@ import {
   listJobsQuerySchema,
 } from "./jobs.js";
 import { apiKeySchema, createApiKeySchema, createdApiKeySchema } from "./keys.js";
-import { signUpResultSchema, signUpSchema } from "./accounts.js";
+import {
+  acceptedInvitationSchema,
+  acceptInvitationSchema,
+  createdInvitationSchema,
+  createInvitationSchema,
+  invitationPreviewSchema,
+  invitationSchema,
+  memberListSchema,
+  memberSchema,
+  signUpResultSchema,
+  signUpSchema,
+  updateMemberSchema,
+} from "./accounts.js";
 import { createQueueSchema, queueNameSchema, queueSchema, updateQueueSchema } from "./queues.js";
 import { rotateSecretSchema, signingSecretListSchema } from "./webhooks.js";
 import { auditPageSchema, auditQuerySchema } from "./audit.js";
@@ -197,6 +209,80 @@ export const routes = {
     body: signUpSchema,
     responses: { 201: { description: "Created; `firstKey.key` is shown only now", schema: signUpResultSchema } },
     errors: ["signup_closed", "conflict", "validation_failed"],
+  },
+  listMembers: {
+    method: "get",
+    path: "/members",
+    summary: "List the tenant's members and its invitations",
+    scope: "members:read",
+    responses: { 200: { description: "Members, oldest first, and every invitation, newest first", schema: memberListSchema } },
+    errors: [],
+  },
+  inviteMember: {
+    method: "post",
+    path: "/invitations",
+    summary: "Invite someone by email with a role",
+    description:
+      "Returns the invitation link once (its token is stored hashed; single use; expires after TICK_INVITATION_TTL). " +
+      "When SMTP_URL is set the link is emailed too. Only an owner may invite an owner.",
+    scope: "members:write",
+    body: createInvitationSchema,
+    responses: { 201: { description: "Invited; `acceptUrl` is shown only now", schema: createdInvitationSchema } },
+    errors: ["conflict", "validation_failed"],
+  },
+  revokeInvitation: {
+    method: "post",
+    path: "/invitations/{id}/revoke",
+    summary: "Revoke a pending invitation",
+    scope: "members:write",
+    params: idParams,
+    responses: { 200: { description: "Revoked (or already no longer pending)", schema: invitationSchema } },
+    errors: ["not_found"],
+  },
+  updateMember: {
+    method: "patch",
+    path: "/members/{id}",
+    summary: "Change a member's role",
+    description: "Only an owner may make or unmake an owner; the last owner cannot be demoted (409).",
+    scope: "members:write",
+    params: idParams,
+    body: updateMemberSchema,
+    responses: { 200: { description: "The member with the new role", schema: memberSchema } },
+    errors: ["not_found", "conflict", "validation_failed"],
+  },
+  removeMember: {
+    method: "delete",
+    path: "/members/{id}",
+    summary: "Remove a member from the tenant, or leave it",
+    description:
+      "Their console session loses the tenant on its next request. Removing someone else needs members:write; any " +
+      "member may remove themselves (leave). Only an owner may remove an owner; the last owner cannot be removed or leave (409).",
+    scope: "members:read",
+    params: idParams,
+    responses: { 200: { description: "Removed: the member as they were", schema: memberSchema } },
+    errors: ["not_found", "conflict"],
+  },
+  previewInvitation: {
+    method: "post",
+    path: "/invitations/preview",
+    summary: "What an invitation token is for (public)",
+    description: "The tenant, email and role an invitation link grants, before accepting it. The token goes in the body, never in a URL the server logs.",
+    scope: null,
+    body: z.object({ token: z.string().min(20).max(200) }).meta({ id: "InvitationToken" }),
+    responses: { 200: { description: "A pending invitation", schema: invitationPreviewSchema } },
+    errors: ["not_found", "validation_failed"],
+  },
+  acceptInvitation: {
+    method: "post",
+    path: "/invitations/accept",
+    summary: "Accept an invitation (public)",
+    description:
+      "Joins the tenant with the invited role: creates the account with this password if the email has none (unless " +
+      "TICK_SIGNUP is closed), or proves the existing account with its password. Single use; 404 once used, revoked or expired.",
+    scope: null,
+    body: acceptInvitationSchema,
+    responses: { 200: { description: "Joined", schema: acceptedInvitationSchema } },
+    errors: ["not_found", "conflict", "validation_failed", "signup_closed"],
   },
   listApiKeys: {
     method: "get",

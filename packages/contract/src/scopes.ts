@@ -14,6 +14,8 @@ export const API_KEY_SCOPES = [
   "audit:read",
   "keys:read",
   "keys:write",
+  "members:read",
+  "members:write",
   "admin",
 ] as const;
 export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
@@ -26,8 +28,9 @@ export function hasScope(granted: readonly string[], needed: ApiKeyScope): boole
 /** Console roles, most powerful first. */
 export const CONSOLE_ROLES = ["owner", "admin", "operator", "viewer"] as const;
 export type ConsoleRole = (typeof CONSOLE_ROLES)[number];
+export const consoleRoleSchema = z.enum(CONSOLE_ROLES);
 
-const READ_SCOPES = ["jobs:read", "schedules:read", "queues:read", "dlq:read", "audit:read", "keys:read"] as const satisfies readonly ApiKeyScope[];
+const READ_SCOPES = ["jobs:read", "schedules:read", "queues:read", "dlq:read", "audit:read", "keys:read", "members:read"] as const satisfies readonly ApiKeyScope[];
 
 /**
  * What a signed-in console user may do through the API, by role: viewers read; operators also run

@@ -7,6 +7,7 @@ const NAV = [
   { href: "/", label: "Dashboard" },
   { href: "/dlq", label: "Dead letters" },
   { href: "/keys", label: "API keys" },
+  { href: "/members", label: "Members" },
   { href: "/docs/api", label: "API reference" },
 ];
 

@@ -34,6 +34,12 @@ export const consoleEnvSchema = z.object({
   /** Sign-ups, and failed sign-ins, per email per TICK_AUTH_RATE_WINDOW. */
   TICK_AUTH_RATE_PER_EMAIL: z.coerce.number().int().positive().default(10),
   TICK_AUTH_RATE_WINDOW: durationSchema.default(15 * 60_000),
+  /** How long an invitation link stays valid. */
+  TICK_INVITATION_TTL: durationSchema.default(7 * 24 * 3_600_000),
+  /** Mail server for invitation links (smtp://user:pass@host:587 or smtps://…); unset: links are only shown to the inviter. */
+  SMTP_URL: z.string().regex(/^smtps?:\/\//, "must be an smtp:// or smtps:// URL").optional(),
+  /** Sender of invitation emails. */
+  SMTP_FROM: z.string().default("Tick <no-reply@tick.local>"),
   /** How long an admission check may wait for Redis before the request is let through (fail open). */
   API_RATE_LIMIT_TIMEOUT: durationSchema.default(250),
   /**

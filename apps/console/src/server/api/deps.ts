@@ -5,6 +5,8 @@ import { getEnv } from "../env";
 import { createAdmission } from "./admission";
 import { createAuthLimits, type AuthLimits } from "./auth-limits";
 import type { AccountDeps } from "../services/accounts";
+import type { InvitationMailer, MemberDeps } from "../services/members";
+import { createInvitationMailer } from "../mailer";
 
 let cached: JobServiceDeps | undefined;
 
@@ -46,4 +48,22 @@ export function getAuthLimits(): AuthLimits {
 export function getAccountDeps(): AccountDeps {
   const env = getEnv();
   return { prisma: getContext().prisma, limits: getAuthLimits(), signUpMode: env.TICK_SIGNUP, shardCount: env.TICK_SHARDS };
+}
+
+let mailer: InvitationMailer | undefined;
+
+/** What the member services (invitations, roles, removal) need. */
+export function getMemberDeps(): MemberDeps {
+  const env = getEnv();
+  const { prisma, logger } = getContext();
+  mailer ??= env.SMTP_URL ? createInvitationMailer(env.SMTP_URL, env.SMTP_FROM) : null;
+  return {
+    prisma,
+    limits: getAuthLimits(),
+    signUpMode: env.TICK_SIGNUP,
+    publicUrl: env.NEXTAUTH_URL,
+    invitationTtlMs: env.TICK_INVITATION_TTL,
+    mailer,
+    logger,
+  };
 }
