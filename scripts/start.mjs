@@ -191,6 +191,8 @@ async function main() {
   env.TICK_SSRF_ALLOWED_CIDRS ??= "127.0.0.0/8,::1/128";
   // Anyone reaching this console may create a tenant (a deployment leaves it unset: closed).
   env.TICK_SIGNUP ??= "open";
+  // Whoever runs the local demo runs its platform: the demo login is a platform operator (the Operator page).
+  env.TICK_OPERATOR_EMAILS ??= DEMO_EMAIL;
   env.NODE_ENV = "production";
   env.NEXT_TELEMETRY_DISABLED = "1";
   // The console handles SIGTERM itself (drains, exits 0); Next's own handler would exit 143.

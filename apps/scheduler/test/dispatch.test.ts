@@ -64,6 +64,24 @@ describe("dispatch", () => {
     expect(paused.rows[0]!.n).toBe(10);
   });
 
+  it("a suspended tenant's due jobs wait, scheduled, while others dispatch; resumed, they go out (#19)", async () => {
+    const s = w.startScheduler("s");
+    await s.init();
+    await s.leaseTick();
+    const suspended = await w.createTenant();
+    const other = await w.createTenant();
+    await w.pool.query(`UPDATE tenants SET suspended_at = now() WHERE id = $1`, [suspended.id]);
+    await w.insertJobs(suspended, 5);
+    await w.insertJobs(other, 4);
+    expect(await s.dispatchOnce()).toBe(4);
+    const waiting = await w.pool.query<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM jobs WHERE tenant_id = $1 GROUP BY status`, [suspended.id]);
+    expect(waiting.rows).toEqual([{ status: "scheduled", n: 5 }]);
+    expect(await s.dispatchOnce()).toBe(0); // still nothing of it, round after round
+    await w.pool.query(`UPDATE tenants SET suspended_at = NULL WHERE id = $1`, [suspended.id]);
+    expect(await s.dispatchOnce()).toBe(5);
+    expect((await statusCounts(w.pool)).dispatched).toBe(9);
+  });
+
   it("a quiet tenant's due job goes out in the same round as a noisy tenant's 20,000-job burst", async () => {
     const s = w.startScheduler("s", { dispatchBatch: 200 });
     await s.init();

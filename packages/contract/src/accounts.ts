@@ -115,3 +115,48 @@ export const invitationPreviewSchema = z
 
 export type Member = z.output<typeof memberSchema>;
 export type Invitation = z.output<typeof invitationSchema>;
+
+/** A tenant as a platform operator sees it: identity, limits, state and size. */
+export const operatorTenantSchema = z
+  .object({
+    id: uuid,
+    slug: z.string(),
+    name: z.string(),
+    createdAt: timestamp,
+    suspendedAt: nullableTimestamp,
+    weight: z.number().int(),
+    admissionRate: z.number(),
+    admissionBurst: z.number().int(),
+    maxPendingJobs: z.number().int(),
+    maxInFlight: z.number().int(),
+    members: z.number().int(),
+    pendingJobs: z.number().int().meta({ description: "Jobs scheduled, dispatched or running now" }),
+  })
+  .meta({ id: "OperatorTenant" });
+
+export const operatorTenantPageSchema = z
+  .object({ data: z.array(operatorTenantSchema), nextCursor: z.string().nullable() })
+  .meta({ id: "OperatorTenantPage" });
+
+export const operatorTenantQuerySchema = z.object({
+  /** Part of the slug or name. */
+  search: z.string().trim().max(100).optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  /** The last slug of the previous page. */
+  cursor: z.string().max(100).optional(),
+});
+
+export const updateTenantLimitsSchema = z
+  .strictObject({
+    weight: z.number().int().min(1).max(1000).optional(),
+    admissionRate: z.number().min(0.1).max(100_000).optional(),
+    admissionBurst: z.number().int().min(1).max(1_000_000).optional(),
+    maxPendingJobs: z.number().int().min(1).max(100_000_000).optional(),
+    maxInFlight: z.number().int().min(1).max(100_000).optional(),
+  })
+  .refine((s) => Object.keys(s).length > 0, { message: "give at least one limit" })
+  .meta({ id: "UpdateTenantLimits" });
+
+export const suspendTenantSchema = z.object({ reason: z.string().trim().min(1).max(500) }).meta({ id: "SuspendTenant" });
+
+export type OperatorTenant = z.output<typeof operatorTenantSchema>;

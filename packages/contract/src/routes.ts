@@ -23,9 +23,14 @@ import {
   invitationSchema,
   memberListSchema,
   memberSchema,
+  operatorTenantPageSchema,
+  operatorTenantQuerySchema,
+  operatorTenantSchema,
   signUpResultSchema,
   signUpSchema,
+  suspendTenantSchema,
   updateMemberSchema,
+  updateTenantLimitsSchema,
 } from "./accounts.js";
 import { createQueueSchema, queueNameSchema, queueSchema, updateQueueSchema } from "./queues.js";
 import { rotateSecretSchema, signingSecretListSchema } from "./webhooks.js";
@@ -49,8 +54,11 @@ export interface RouteDef {
   path: string;
   summary: string;
   description?: string;
-  /** The scope an API key (or a console role) needs; null: a public operation, no credentials (sign-up). */
-  scope: ApiKeyScope | null;
+  /**
+   * The scope an API key (or a console role) needs; `platform`: a platform operator's console session only
+   * (the people running the SaaS, not a tenant role); null: a public operation, no credentials (sign-up).
+   */
+  scope: ApiKeyScope | "platform" | null;
   params?: z.ZodObject;
   query?: z.ZodObject;
   body?: z.ZodType;
@@ -283,6 +291,48 @@ export const routes = {
     body: acceptInvitationSchema,
     responses: { 200: { description: "Joined", schema: acceptedInvitationSchema } },
     errors: ["not_found", "conflict", "validation_failed", "signup_closed"],
+  },
+  operatorListTenants: {
+    method: "get",
+    path: "/operator/tenants",
+    summary: "List tenants with their limits and state (platform operators)",
+    scope: "platform",
+    query: operatorTenantQuerySchema,
+    responses: { 200: { description: "Tenants by slug; pass nextCursor back as cursor", schema: operatorTenantPageSchema } },
+    errors: ["bad_request", "validation_failed"],
+  },
+  operatorUpdateTenant: {
+    method: "patch",
+    path: "/operator/tenants/{id}",
+    summary: "Set a tenant's weight, admission rate and burst, pending-job quota and in-flight cap (platform operators)",
+    description: "Takes effect on the next dispatch round and the next request. Audited in the tenant's log.",
+    scope: "platform",
+    params: idParams,
+    body: updateTenantLimitsSchema,
+    responses: { 200: { description: "The tenant after the change", schema: operatorTenantSchema } },
+    errors: ["not_found", "validation_failed"],
+  },
+  operatorSuspendTenant: {
+    method: "post",
+    path: "/operator/tenants/{id}/suspend",
+    summary: "Suspend a tenant (platform operators)",
+    description:
+      "Its API keys and members' sessions get 403 `tenant-suspended`; nothing of it is dispatched, its jobs wait " +
+      "(attempts already running finish). Audited with the reason.",
+    scope: "platform",
+    params: idParams,
+    body: suspendTenantSchema,
+    responses: { 200: { description: "Suspended (or already)", schema: operatorTenantSchema } },
+    errors: ["not_found", "validation_failed"],
+  },
+  operatorResumeTenant: {
+    method: "post",
+    path: "/operator/tenants/{id}/resume",
+    summary: "Resume a suspended tenant (platform operators)",
+    scope: "platform",
+    params: idParams,
+    responses: { 200: { description: "Resumed: its keys work and its due jobs dispatch again", schema: operatorTenantSchema } },
+    errors: ["not_found"],
   },
   listApiKeys: {
     method: "get",

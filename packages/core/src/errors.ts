@@ -14,6 +14,8 @@ export const ERROR_CODES = {
   conflict: { status: 409, title: "Conflict" },
   // Sign-up refused by the deployment's TICK_SIGNUP mode (closed, or by invitation only).
   signup_closed: { status: 403, title: "Sign-up is closed" },
+  // A platform operator suspended the tenant: its keys and sessions are refused; its jobs wait.
+  tenant_suspended: { status: 403, title: "Tenant suspended" },
   // 422, not 409, following the IETF Idempotency-Key draft: resending will never succeed (the key is bound
   // to another body), whereas 409 is kept for "in progress", which a client should simply retry later.
   idempotency_key_reused: { status: 422, title: "Idempotency-Key reused with a different request body" },

@@ -1,24 +1,11 @@
-import { redirect } from "next/navigation";
-import { ConsoleHeader } from "@/components/console-header";
+import { requireConsoleUser, TenantPage } from "@/components/console-page";
 import { StatusBars } from "@/components/status-bars";
-import { getConsoleUser } from "@/server/auth";
 import { getTenantOverview } from "@/server/overview";
 
 export const dynamic = "force-dynamic";
 
 export default async function DashboardPage() {
-  const user = await getConsoleUser();
-  if (!user) redirect("/login");
-  const membership = user.current;
-
-  return (
-    <main className="mx-auto max-w-5xl p-6">
-      <ConsoleHeader user={user} membership={membership} current="/" />
-      {membership ? <TenantDashboard tenantId={membership.tenantId} /> : (
-        <p className="text-slate-600">You are not a member of any tenant yet. Ask an owner to invite you.</p>
-      )}
-    </main>
-  );
+  return <TenantPage user={await requireConsoleUser()} path="/">{(m) => <TenantDashboard tenantId={m.tenantId} />}</TenantPage>;
 }
 
 async function TenantDashboard({ tenantId }: { tenantId: string }) {

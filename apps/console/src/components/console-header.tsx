@@ -25,7 +25,7 @@ export function ConsoleHeader({ user, membership, current }: { user: ConsoleUser
       <div className="flex flex-wrap items-center gap-x-4 gap-y-2">
         {user.memberships.length > 1 ? <TenantSwitcher memberships={user.memberships} currentId={membership?.tenantId} /> : null}
         <nav className="flex flex-wrap items-center gap-x-4 gap-y-2" aria-label="Console">
-          {NAV.map((item) => (
+          {[...NAV, ...(user.platformOperator ? [{ href: "/operator", label: "Operator" }] : [])].map((item) => (
             <Link key={item.href} href={item.href} aria-current={item.href === current ? "page" : undefined}
               className={`text-sm hover:underline ${item.href === current ? "font-medium text-slate-900" : "text-slate-600 hover:text-slate-900"}`}>
               {item.label}
@@ -34,6 +34,11 @@ export function ConsoleHeader({ user, membership, current }: { user: ConsoleUser
           <SignOutButton />
         </nav>
       </div>
+      {membership?.suspended ? (
+        <p role="alert" className="w-full rounded-md border border-red-200 bg-red-50 px-3 py-2 text-sm text-red-800" data-testid="tenant-suspended">
+          {membership.tenantName} is suspended by the platform&apos;s operators: its API keys are refused and its jobs wait (nothing is lost) until it is resumed.
+        </p>
+      ) : null}
     </header>
   );
 }

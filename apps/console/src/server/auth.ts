@@ -14,6 +14,8 @@ export interface ConsoleMembership {
   tenantSlug: string;
   tenantName: string;
   role: ConsoleRole;
+  /** A platform operator suspended the tenant: its API answers 403 tenant-suspended, its jobs wait. */
+  suspended: boolean;
 }
 
 /** Session user as the console sees it: who, and which tenants with which role. */
@@ -79,6 +81,7 @@ export async function getConsoleUser(): Promise<ConsoleUser | null> {
     tenantSlug: m.tenant.slug,
     tenantName: m.tenant.name,
     role: m.role,
+    suspended: m.tenant.suspendedAt !== null,
   }));
   return {
     id: user.id,
@@ -86,6 +89,7 @@ export async function getConsoleUser(): Promise<ConsoleUser | null> {
     name: user.name,
     memberships,
     current: memberships.find((m) => m.tenantId === user.currentTenantId) ?? memberships[0],
-    platformOperator: user.platformOperator,
+    // Set by `npm run tick -- operator add <email>` (the user's row) or by config (TICK_OPERATOR_EMAILS).
+    platformOperator: user.platformOperator || getEnv().TICK_OPERATOR_EMAILS.includes(user.email),
   };
 }

@@ -34,6 +34,14 @@ export const consoleEnvSchema = z.object({
   /** Sign-ups, and failed sign-ins, per email per TICK_AUTH_RATE_WINDOW. */
   TICK_AUTH_RATE_PER_EMAIL: z.coerce.number().int().positive().default(10),
   TICK_AUTH_RATE_WINDOW: durationSchema.default(15 * 60_000),
+  /**
+   * Platform operators by config: comma-separated emails of accounts that may list, limit, suspend and
+   * resume tenants (besides those made operators with `npm run tick -- operator add <email>`).
+   */
+  TICK_OPERATOR_EMAILS: z
+    .string()
+    .default("")
+    .transform((s) => s.split(",").map((e) => e.trim().toLowerCase()).filter(Boolean)),
   /** How long an invitation link stays valid. */
   TICK_INVITATION_TTL: durationSchema.default(7 * 24 * 3_600_000),
   /** Mail server for invitation links (smtp://user:pass@host:587 or smtps://…); unset: links are only shown to the inviter. */

@@ -5,6 +5,12 @@
 import { JOB_STATUS_WRITES, stateLiteral, statusIn } from "./job-status-writes.js";
 import type { Queryable } from "./types.js";
 
+/**
+ * A suspended tenant (a platform operator's decision, #19) is dispatched like a tenant at its in-flight
+ * cap: no room, so none of its jobs is claimed; they wait, scheduled, until it is resumed.
+ */
+const ROOM_OF_SUSPENDED = "CASE WHEN t.suspended_at IS NULL THEN t.max_in_flight ELSE 0 END";
+
 export interface DueTenant {
   tenant_id: string;
   weight: number;
@@ -26,7 +32,7 @@ export async function findDueTenants(db: Queryable, shard: number, limit: number
                 ORDER BY j.tenant_id LIMIT 1)
          FROM due WHERE due.tenant_id IS NOT NULL
      )
-     SELECT t.id AS tenant_id, t.weight, t.max_in_flight,
+     SELECT t.id AS tenant_id, t.weight, ${ROOM_OF_SUSPENDED} AS max_in_flight,
             (SELECT count(*)::int FROM jobs f WHERE f.tenant_id = t.id AND f.status IN ('dispatched', 'running')) AS in_flight
        FROM due JOIN tenants t ON t.id = due.tenant_id
       LIMIT $2`,
@@ -201,7 +207,7 @@ export async function scheduledTenantsPage(
 export async function tenantDispatchInfo(db: Queryable, tenantIds: string[]): Promise<DueTenant[]> {
   if (tenantIds.length === 0) return [];
   const { rows } = await db.query<DueTenant>(
-    `SELECT t.id AS tenant_id, t.weight, t.max_in_flight,
+    `SELECT t.id AS tenant_id, t.weight, ${ROOM_OF_SUSPENDED} AS max_in_flight,
             (SELECT count(*)::int FROM jobs f WHERE f.tenant_id = t.id AND f.status IN ('dispatched', 'running')) AS in_flight
        FROM tenants t WHERE t.id = ANY($1::uuid[])`,
     [tenantIds],

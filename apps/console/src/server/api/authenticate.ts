@@ -14,6 +14,8 @@ export interface ApiPrincipal {
 export const auditActor = (p: ApiPrincipal) => ({ tenantId: p.tenant.id, actorType: p.actor.type, actorId: p.actor.id });
 
 const unauthorized = (detail: string) => new AppError("unauthorized", detail);
+const suspended = () =>
+  new AppError("tenant_suspended", "This tenant is suspended by the platform's operators: its jobs wait and nothing is lost. Contact them to resume it.");
 
 /**
  * Resolves `Authorization: Bearer <key>` to its key and tenant. Looked up by the key's public prefix
@@ -28,6 +30,7 @@ export async function authenticateApiKey(db: Queryable, authorization: string | 
   if (!row || !apiKeyMatches(match[1]!, row.hash)) throw unauthorized("The API key is not valid.");
   if (row.revoked_at) throw unauthorized("The API key has been revoked.");
   if (row.expires_at && row.expires_at.getTime() <= Date.now()) throw unauthorized("The API key has expired.");
+  if (row.suspended_at) throw suspended();
   // Fire and forget: bookkeeping must not fail or slow the request (it writes at most once a minute).
   sql.touchApiKey(db, row.key_id).catch(() => {});
   return {
@@ -55,12 +58,20 @@ export async function authenticateSession(db: Queryable, user: ConsoleUser | nul
   const wanted = request.headers.get("tick-tenant");
   const membership = wanted ? user.memberships.find((m) => m.tenantId === wanted) : user.current;
   if (!membership) throw new AppError("forbidden", "You are not a member of this tenant.");
-  if (request.method !== "GET" && request.method !== "HEAD") {
-    const origin = request.headers.get("origin");
-    const host = request.headers.get("x-forwarded-host") ?? request.headers.get("host");
-    if (!origin || !host || new URL(origin).host !== host) throw new AppError("forbidden", "Console writes must come from the console itself.");
-  }
+  assertSameOrigin(request);
   const tenant = await sql.findTenantLimits(db, membership.tenantId);
   if (!tenant) throw new AppError("forbidden", "You are not a member of this tenant.");
+  if (tenant.suspendedAt) throw suspended();
   return { actor: { type: "user", id: user.id }, scopes: ROLE_SCOPES[membership.role], tenant };
+}
+
+/**
+ * Session writes must come from the console's own origin: a cross-site page cannot borrow the session
+ * (the cookie is SameSite=Lax too, and JSON bodies need a CORS preflight).
+ */
+export function assertSameOrigin(request: Request): void {
+  if (request.method === "GET" || request.method === "HEAD") return;
+  const origin = request.headers.get("origin");
+  const host = request.headers.get("x-forwarded-host") ?? request.headers.get("host");
+  if (!origin || !host || new URL(origin).host !== host) throw new AppError("forbidden", "Console writes must come from the console itself.");
 }

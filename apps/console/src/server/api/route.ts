@@ -5,7 +5,7 @@ import { getContext } from "../context";
 import { getEnv, type ConsoleEnv } from "../env";
 import { problemResponse } from "../problem";
 import { getConsoleUser } from "../auth";
-import { authenticateApiKey, authenticateSession, type ApiPrincipal } from "./authenticate";
+import { assertSameOrigin, authenticateApiKey, authenticateSession, type ApiPrincipal } from "./authenticate";
 
 type Route<N extends RouteName> = (typeof routes)[N];
 type Out<T> = T extends z.ZodType ? z.output<T> : Record<string, never>;
@@ -136,6 +136,7 @@ export function apiRoute<N extends RouteName>(
   const route = routes[name] as Route<N> & AnyRoute;
   const scope = route.scope;
   if (scope === null) throw new Error(`${name} is a public route: wrap it with publicApiRoute`);
+  if (scope === "platform") throw new Error(`${name} is a platform operator route: wrap it with operatorApiRoute`);
   return handleRequest(
     name,
     route,
@@ -153,6 +154,36 @@ export function apiRoute<N extends RouteName>(
         );
       }
       return principal;
+    },
+    handler as (req: unknown) => Promise<ApiResponse>,
+  );
+}
+
+/** A platform operator, acting on tenants from the console (never through an API key). */
+export interface OperatorPrincipal {
+  actor: { type: "operator"; id: string };
+  email: string;
+}
+
+export type OperatorApiRequest<N extends RouteName> = Omit<ApiRequest<N>, "principal"> & { principal: OperatorPrincipal };
+
+/** A platform operator operation (scope `platform`): a console session of a platform operator only. */
+export function operatorApiRoute<N extends RouteName>(name: N, handler: (req: OperatorApiRequest<N>) => Promise<ApiResponse>, options: ApiRouteOptions = {}) {
+  const route = routes[name] as Route<N> & AnyRoute;
+  if (route.scope !== "platform") throw new Error(`${name} is not a platform operator route`);
+  return handleRequest(
+    name,
+    route,
+    options,
+    async (request): Promise<OperatorPrincipal> => {
+      if (request.headers.get("authorization")) {
+        throw new AppError("forbidden", "Platform operator operations take an operator's console session, not an API key.");
+      }
+      const user = await getConsoleUser();
+      if (!user) throw new AppError("unauthorized", "Sign in to the console as a platform operator.");
+      if (!user.platformOperator) throw new AppError("forbidden", "Only platform operators may do this.");
+      assertSameOrigin(request);
+      return { actor: { type: "operator", id: user.id }, email: user.email };
     },
     handler as (req: unknown) => Promise<ApiResponse>,
   );

@@ -1,0 +1,10 @@
+import { getContext } from "@/server/context";
+import { operatorApiRoute } from "@/server/api/route";
+import { setTenantSuspended } from "@/server/services/operators";
+
+export const dynamic = "force-dynamic";
+
+export const POST = operatorApiRoute("operatorSuspendTenant", async ({ principal, params, body }) => ({
+  status: 200,
+  body: await setTenantSuspended({ prisma: getContext().prisma }, principal, params.id, { reason: body.reason }),
+}));
