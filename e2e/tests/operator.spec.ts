@@ -43,4 +43,26 @@ test("a platform operator suspends a tenant (its key gets 403 tenant-suspended),
   await row.getByRole("button", { name: `Resume suspendable-${run}` }).click();
   await expect(row).toContainText("active");
   expect((await request.get(`${state.consoleUrl}/api/v1/jobs`, { headers: auth })).status()).toBe(200);
+
+  // The tenant's owner reads all of it in the audit log, each action with who did it, by name.
+  await page.context().clearCookies();
+  await page.goto("/login");
+  await page.getByLabel("Email").fill(`s-${run}@example.test`);
+  await page.getByLabel("Password").fill("suspendable passphrase");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Audit log" }).click();
+  const entry = (action: string) => page.getByTestId("audit-row").filter({ hasText: action });
+  const operator = `${state.email} (platform operator)`;
+  await expect(entry("tenant.suspended")).toContainText(operator);
+  await expect(entry("tenant.limits_changed")).toContainText(operator);
+  await expect(entry("tenant.resumed")).toContainText(operator);
+  await expect(entry("api_key.created")).toContainText(`s-${run}@example.test`);
+  await entry("tenant.suspended").getByText("Details").click();
+  await expect(entry("tenant.suspended")).toContainText("e2e: unpaid invoice");
+  await checkPageAtWidths(page, "audit", async () => {
+    await expect(entry("tenant.created")).toBeVisible();
+  });
+  // Filter by kind of actor: only the operator's three changes.
+  await page.getByLabel("Actor").selectOption("operator");
+  await expect(page.getByTestId("audit-row")).toHaveCount(3);
 });

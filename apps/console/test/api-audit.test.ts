@@ -33,6 +33,29 @@ describe("audit log API", () => {
     const { apiKey } = await suite.h.addKey(suite.a.id, ["jobs:read"]);
     expect((await suite.h.client(apiKey).call("listAuditLog", {})).status).toBe(403);
   });
+
+  it("names every actor as a person reads it (email, key name and prefix, operator), and filters by kind of actor", async () => {
+    const t = await suite.h.createTenant();
+    const key = await suite.h.prisma.apiKey.findUniqueOrThrow({ where: { id: t.keyId } });
+    await suite.h.client(t.apiKey).call("createQueue", { body: { name: "by-key" } });
+    const person = await suite.h.addUser(t.id, "admin");
+    const session = suite.h.sessionClient(await suite.h.signIn(person.email, person.password), { "tick-tenant": t.id });
+    await session.call("createQueue", { body: { name: "by-person" } });
+    await suite.h.prisma.auditLog.create({ data: { tenantId: t.id, actorType: "operator", actorId: person.id, action: "tenant.limits_changed", targetType: "tenant", targetId: t.id, details: {} } });
+    await suite.h.prisma.auditLog.create({ data: { tenantId: t.id, actorType: "system", actorId: null, action: "jobs.exported", details: {} } });
+
+    const all = await suite.h.client(t.apiKey).call("listAuditLog", {});
+    if (!all.ok) throw new Error("list failed");
+    expect(all.body.data.map((e) => [e.action, e.actorName])).toEqual([
+      ["jobs.exported", "system"],
+      ["tenant.limits_changed", `${person.email} (platform operator)`],
+      ["queue.created", person.email],
+      ["queue.created", `API key ${key.name} (${key.prefix})`],
+    ]);
+    const byPeople = await suite.h.client(t.apiKey).call("listAuditLog", { query: { actorType: "user" } });
+    expect(byPeople.ok && byPeople.body.data.map((e) => e.actorName)).toEqual([person.email]);
+    expect((await suite.h.client(t.apiKey).call("listAuditLog", { query: { actorType: "bogus" } })).status).toBe(422);
+  });
 });
 
 itConformsToOpenApi(suite);

@@ -65,6 +65,7 @@ export const replaySchema = z
     status: z.enum(REPLAY_STATES),
     statusReason: z.string().nullable().meta({ description: "Why the replay paused itself" }),
     actor: z.string().meta({ description: "Who started it: user:<id> or api_key:<id>" }),
+    actorName: z.string().meta({ description: "Who started it, as a person reads it: a user's email or an API key's name and prefix" }),
     filter: z.record(z.string(), z.unknown()),
     ratePerSecond: z.number(),
     failureThreshold: z.number(),

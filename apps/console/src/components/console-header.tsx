@@ -8,6 +8,7 @@ const NAV = [
   { href: "/dlq", label: "Dead letters" },
   { href: "/keys", label: "API keys" },
   { href: "/members", label: "Members" },
+  { href: "/audit", label: "Audit log" },
   { href: "/docs/api", label: "API reference" },
 ];
 

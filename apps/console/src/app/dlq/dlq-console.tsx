@@ -153,7 +153,7 @@ function ReplayCard({ replay, canReplay }: { replay: Replay; canReplay: boolean 
         <div className="flex items-center gap-3 text-sm">
           <span className={`rounded px-2 py-0.5 text-xs font-medium ${STATUS_STYLE[s]}`} data-testid="replay-status">{s.replace("_", "-")}</span>
           <span className="text-slate-600">{replay.ratePerSecond}/s · pauses above {Math.round(replay.failureThreshold * 100)}% failures</span>
-          <span className="text-slate-600">by {replay.actor} · {new Date(replay.createdAt).toLocaleString()}</span>
+          <span className="text-slate-600">by {replay.actorName} · {new Date(replay.createdAt).toLocaleString()}</span>
         </div>
         <div className="flex gap-2">
           {s === "running" && <button className={button} disabled={!canReplay || act.isPending} onClick={() => act.mutate("pauseDlqReplay")}>Pause</button>}

@@ -1,11 +1,13 @@
 import { invalidCursor } from "../api/keyset-cursor";
-import type { PrismaClient } from "@tick/db";
+import type { PrismaClient, Queryable } from "@tick/db";
+import { actorNames } from "./actor-names";
 
 export interface AuditFilter {
   action?: string;
   targetType?: string;
   targetId?: string;
   actorId?: string;
+  actorType?: string;
   since?: string;
   until?: string;
   limit: number;
@@ -13,7 +15,7 @@ export interface AuditFilter {
 }
 
 /** One tenant's audit entries, newest first, keyset-paginated on the entry id. */
-export async function listAuditLog(prisma: PrismaClient, tenantId: string, f: AuditFilter) {
+export async function listAuditLog(prisma: PrismaClient, pool: Queryable, tenantId: string, f: AuditFilter) {
   let before: bigint | undefined;
   if (f.cursor) {
     if (!/^\d{1,19}$/.test(f.cursor)) throw invalidCursor();
@@ -26,6 +28,7 @@ export async function listAuditLog(prisma: PrismaClient, tenantId: string, f: Au
       ...(f.targetType ? { targetType: f.targetType } : {}),
       ...(f.targetId ? { targetId: f.targetId } : {}),
       ...(f.actorId ? { actorId: f.actorId } : {}),
+      ...(f.actorType ? { actorType: f.actorType } : {}),
       ...(f.since || f.until ? { createdAt: { ...(f.since ? { gte: new Date(f.since) } : {}), ...(f.until ? { lt: new Date(f.until) } : {}) } } : {}),
       ...(before !== undefined ? { id: { lt: before } } : {}),
     },
@@ -33,11 +36,13 @@ export async function listAuditLog(prisma: PrismaClient, tenantId: string, f: Au
     take: f.limit + 1,
   });
   const page = rows.slice(0, f.limit);
+  const nameOf = await actorNames(pool, tenantId, page.map((r) => ({ type: r.actorType, id: r.actorId })));
   return {
     data: page.map((r) => ({
       id: String(r.id),
       actorType: r.actorType,
       actorId: r.actorId,
+      actorName: nameOf({ type: r.actorType, id: r.actorId }),
       action: r.action,
       targetType: r.targetType,
       targetId: r.targetId,

@@ -7,6 +7,7 @@ import { auditActor, type ApiPrincipal } from "../api/authenticate";
 import { fetchKeysetPage } from "../api/keyset-cursor";
 import { writeAudit } from "./audit";
 import { jobView, replayView } from "./views";
+import { actorNames, parseActor } from "./actor-names";
 
 type CreateReplay = z.output<typeof createReplaySchema>;
 
@@ -59,18 +60,24 @@ export async function createReplay(pool: pg.Pool, prisma: PrismaClient, principa
     });
     return replay.id;
   });
-  return { status: 201, body: replayView((await sql.findReplay(pool, tenantId, id))!) };
+  return { status: 201, body: (await replayViews(pool, tenantId, [(await sql.findReplay(pool, tenantId, id))!]))[0]! };
 }
 
 export async function getReplay(pool: pg.Pool, tenantId: string, id: string) {
   const replay = await sql.findReplay(pool, tenantId, id);
   if (!replay) throw new AppError("not_found", "No such replay.");
-  return replayView(replay);
+  return (await replayViews(pool, tenantId, [replay]))[0]!;
+}
+
+/** Replays as the API shows them, each with who started it by name (one lookup for the page). */
+async function replayViews(pool: pg.Pool, tenantId: string, replays: sql.ReplayWithProgress[]) {
+  const nameOf = await actorNames(pool, tenantId, replays.map((r) => parseActor(r.actor)));
+  return replays.map((r) => replayView(r, nameOf(parseActor(r.actor))));
 }
 
 export async function listReplays(pool: pg.Pool, tenantId: string, query: { limit: number; cursor?: string }) {
   const { page, nextCursor } = await fetchKeysetPage(query, (window) => sql.listReplays(pool, tenantId, window), (r) => r.created_at);
-  return { data: page.map(replayView), nextCursor };
+  return { data: await replayViews(pool, tenantId, page), nextCursor };
 }
 
 /** Pause, resume or cancel, audited in the same transaction; a repeat is answered as done; 409 when the replay's state does not allow it. */

@@ -104,12 +104,13 @@ export function apiKeyView(k: ApiKeyRecord): ApiKey {
 }
 
 /** A DLQ replay as the API shows it, with its progress. */
-export function replayView(r: sql.ReplayWithProgress): Replay {
+export function replayView(r: sql.ReplayWithProgress, actorName: string): Replay {
   return {
     id: r.id,
     status: r.status,
     statusReason: r.status_reason,
     actor: r.actor,
+    actorName,
     filter: r.filter,
     ratePerSecond: r.rate_per_second,
     failureThreshold: r.failure_threshold,

@@ -6,5 +6,5 @@ export const dynamic = "force-dynamic";
 
 export const GET = apiRoute("listAuditLog", async ({ principal, query }) => ({
   status: 200,
-  body: await listAuditLog(getContext().prisma, principal.tenant.id, query),
+  body: await listAuditLog(getContext().prisma, getContext().pool, principal.tenant.id, query),
 }));
