@@ -124,6 +124,9 @@ async function endToEnd(env, serverUrl) {
     SCHEDULER_HEALTH_PORT: "9474",
     WORKER_HEALTH_PORT: "9475",
     TICK_DATA_DIR: e2eDataDir,
+    // A failing webhook endpoint reaches "failed" in about a second (the redelivery test), not after 10 tries.
+    WORKER_WEBHOOK_MAX_TRIES: "2",
+    WORKER_WEBHOOK_RETRY_BASE: "500ms",
     NEXTAUTH_SECRET: "",
     NEXTAUTH_URL: "",
   };

@@ -29,8 +29,10 @@ export const workerEnvSchema = z
     WORKER_SHUTDOWN_GRACE: durationSchema.default(10_000),
     /** Non-public ranges targets may use (same setting as the console's; re-checked at connect time). */
     TICK_SSRF_ALLOWED_CIDRS: cidrList,
-    /** First retry delay of a failed webhook delivery; doubles per try (10 tries, at most an hour apart). */
+    /** First retry delay of a failed webhook delivery; doubles per try (at most an hour apart). */
     WORKER_WEBHOOK_RETRY_BASE: durationSchema.default(5_000),
+    /** Tries of a webhook delivery before it is marked failed (it stays in the log and can be redelivered). */
+    WORKER_WEBHOOK_MAX_TRIES: positiveInt.max(100).default(10),
     /** Circuit breaker per dependency: window over which failures are counted. */
     BREAKER_WINDOW: durationSchema.default(60_000),
     /** Fewest outcomes in the window before the breaker may open. */

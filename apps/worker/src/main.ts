@@ -24,6 +24,7 @@ void runService({
         maxResponseBytes: env.WORKER_MAX_RESPONSE_BYTES,
         shutdownGraceMs: env.WORKER_SHUTDOWN_GRACE,
         webhookRetryBaseMs: env.WORKER_WEBHOOK_RETRY_BASE,
+        webhookMaxTries: env.WORKER_WEBHOOK_MAX_TRIES,
         breaker: {
           windowMs: env.BREAKER_WINDOW,
           minRequests: env.BREAKER_MIN_REQUESTS,

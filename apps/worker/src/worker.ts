@@ -28,6 +28,8 @@ export interface WorkerConfig {
   shutdownGraceMs: number;
   /** First webhook retry delay (doubles per try, capped at an hour). */
   webhookRetryBaseMs: number;
+  /** Tries before a delivery is marked failed (default 10). */
+  webhookMaxTries?: number;
   breaker: Partial<BreakerPolicy>;
 }
 
@@ -73,7 +75,7 @@ export function createAttemptWorker(deps: WorkerDeps) {
   };
   const runnerConfig = { workerId: config.id, leaseMs: config.leaseMs, heartbeatMs: config.heartbeatMs };
 
-  const webhookConfig = { maxTries: 10, timeoutMs: 10_000, retryBaseMs: config.webhookRetryBaseMs, retryMaxMs: 3_600_000 };
+  const webhookConfig = { maxTries: config.webhookMaxTries ?? 10, timeoutMs: 10_000, retryBaseMs: config.webhookRetryBaseMs, retryMaxMs: 3_600_000 };
   let worker: Worker | undefined;
   let webhookWorker: Worker | undefined;
   return {

@@ -33,7 +33,19 @@ import {
   updateTenantLimitsSchema,
 } from "./accounts.js";
 import { createQueueSchema, queueNameSchema, queueSchema, updateQueueSchema } from "./queues.js";
-import { rotateSecretSchema, signingSecretListSchema } from "./webhooks.js";
+import {
+  createWebhookEndpointSchema,
+  redeliverResultSchema,
+  redeliverSchema,
+  rotateSecretSchema,
+  signingSecretListSchema,
+  updateWebhookEndpointSchema,
+  webhookDeliveryPageSchema,
+  webhookDeliveryQuerySchema,
+  webhookDeliverySchema,
+  webhookEndpointListSchema,
+  webhookEndpointSchema,
+} from "./webhooks.js";
 import { auditPageSchema, auditQuerySchema } from "./audit.js";
 import { createReplaySchema, replayListQuerySchema, replayPageSchema, replayPreviewSchema, replaySchema } from "./dlq.js";
 import { createScheduleSchema, previewQuerySchema, previewRuleSchema, previewSchema, schedulePageSchema, scheduleSchema, updateScheduleSchema } from "./schedules.js";
@@ -333,6 +345,83 @@ export const routes = {
     params: idParams,
     responses: { 200: { description: "Resumed: its keys work and its due jobs dispatch again", schema: operatorTenantSchema } },
     errors: ["not_found"],
+  },
+  listWebhookEndpoints: {
+    method: "get",
+    path: "/webhooks/endpoints",
+    summary: "List webhook endpoints, with their last 24 hours of deliveries",
+    scope: "webhooks:read",
+    responses: { 200: { description: "The tenant's endpoints, oldest first", schema: webhookEndpointListSchema } },
+    errors: [],
+  },
+  createWebhookEndpoint: {
+    method: "post",
+    path: "/webhooks/endpoints",
+    summary: "Add a webhook endpoint",
+    description:
+      "Completion webhooks of the subscribed events go to it, signed with the tenant's signing secrets. The URL must " +
+      "be http(s) and resolve to public addresses (checked now and again at every connection): 422 target_not_allowed.",
+    scope: "webhooks:write",
+    body: createWebhookEndpointSchema,
+    responses: { 201: { description: "Created", schema: webhookEndpointSchema } },
+    errors: ["validation_failed", "target_not_allowed"],
+  },
+  getWebhookEndpoint: {
+    method: "get",
+    path: "/webhooks/endpoints/{id}",
+    summary: "Get a webhook endpoint",
+    scope: "webhooks:read",
+    params: idParams,
+    responses: { 200: { description: "The endpoint", schema: webhookEndpointSchema } },
+    errors: ["not_found"],
+  },
+  updateWebhookEndpoint: {
+    method: "patch",
+    path: "/webhooks/endpoints/{id}",
+    summary: "Change a webhook endpoint: URL, events, description, enabled",
+    scope: "webhooks:write",
+    params: idParams,
+    body: updateWebhookEndpointSchema,
+    responses: { 200: { description: "The endpoint after the change", schema: webhookEndpointSchema } },
+    errors: ["not_found", "validation_failed", "target_not_allowed"],
+  },
+  deleteWebhookEndpoint: {
+    method: "delete",
+    path: "/webhooks/endpoints/{id}",
+    summary: "Delete a webhook endpoint (its delivery log stays)",
+    scope: "webhooks:write",
+    params: idParams,
+    responses: { 200: { description: "Deleted: the endpoint as it was", schema: webhookEndpointSchema } },
+    errors: ["not_found"],
+  },
+  testWebhookEndpoint: {
+    method: "post",
+    path: "/webhooks/endpoints/{id}/test",
+    summary: "Send a test delivery (event webhook.test) to an endpoint",
+    description: "Queued like any delivery (signed, retried, in the log); answers with the delivery to follow.",
+    scope: "webhooks:write",
+    params: idParams,
+    responses: { 202: { description: "Queued", schema: webhookDeliverySchema } },
+    errors: ["not_found"],
+  },
+  listWebhookDeliveries: {
+    method: "get",
+    path: "/webhooks/deliveries",
+    summary: "The delivery log: per endpoint, per job, by status or event, newest first",
+    scope: "webhooks:read",
+    query: webhookDeliveryQuerySchema,
+    responses: { 200: { description: "Deliveries; pass nextCursor back as cursor", schema: webhookDeliveryPageSchema } },
+    errors: ["bad_request", "validation_failed"],
+  },
+  redeliverWebhooks: {
+    method: "post",
+    path: "/webhooks/deliveries/redeliver",
+    summary: "Send failed deliveries again (up to 100)",
+    description: "Each failed delivery is tried once more, now; one result per id. A pending or delivered one is left alone (not_failed).",
+    scope: "webhooks:write",
+    body: redeliverSchema,
+    responses: { 200: { description: "One result per id, in order", schema: redeliverResultSchema } },
+    errors: ["validation_failed"],
   },
   listApiKeys: {
     method: "get",

@@ -10,6 +10,7 @@ export const API_KEY_SCOPES = [
   "queues:write",
   "dlq:read",
   "dlq:replay",
+  "webhooks:read",
   "webhooks:write",
   "audit:read",
   "keys:read",
@@ -30,7 +31,7 @@ export const CONSOLE_ROLES = ["owner", "admin", "operator", "viewer"] as const;
 export type ConsoleRole = (typeof CONSOLE_ROLES)[number];
 export const consoleRoleSchema = z.enum(CONSOLE_ROLES);
 
-const READ_SCOPES = ["jobs:read", "schedules:read", "queues:read", "dlq:read", "audit:read", "keys:read", "members:read"] as const satisfies readonly ApiKeyScope[];
+const READ_SCOPES = ["jobs:read", "schedules:read", "queues:read", "dlq:read", "audit:read", "keys:read", "members:read", "webhooks:read"] as const satisfies readonly ApiKeyScope[];
 
 /**
  * What a signed-in console user may do through the API, by role: viewers read; operators also run

@@ -7,6 +7,7 @@ const NAV = [
   { href: "/", label: "Dashboard" },
   { href: "/dlq", label: "Dead letters" },
   { href: "/keys", label: "API keys" },
+  { href: "/webhooks", label: "Webhooks" },
   { href: "/members", label: "Members" },
   { href: "/audit", label: "Audit log" },
   { href: "/docs/api", label: "API reference" },

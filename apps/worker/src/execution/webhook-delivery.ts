@@ -56,7 +56,7 @@ export async function deliverWebhook(
   const tries = delivery.attempts + 1;
   const retryInMs = delivered || tries >= config.maxTries || result.blocked ? null : Math.min(config.retryMaxMs, config.retryBaseMs * 2 ** (tries - 1));
   const error = delivered ? null : (result.blocked ?? result.networkError ?? (result.timedOut ? "timed out" : `HTTP ${result.status}`));
-  await sql.recordDeliveryTry(deps.pool, delivery.id, { delivered, status: result.status ?? null, error, retryInMs });
+  await sql.recordDeliveryTry(deps.pool, delivery.id, { delivered, status: result.status ?? null, error, retryInMs, durationMs: result.durationMs });
   if (!delivered) deps.logger.warn({ deliveryId: delivery.id, jobId: delivery.job_id, tries, error, retryInMs }, "webhook delivery failed");
   return delivered ? "delivered" : retryInMs === null ? "failed" : "retrying";
 }

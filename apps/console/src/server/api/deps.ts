@@ -6,6 +6,7 @@ import { createAdmission } from "./admission";
 import { createAuthLimits, type AuthLimits } from "./auth-limits";
 import type { AccountDeps } from "../services/accounts";
 import type { InvitationMailer, MemberDeps } from "../services/members";
+import type { WebhookDeps } from "../services/webhooks";
 import { createInvitationMailer } from "../mailer";
 
 let cached: JobServiceDeps | undefined;
@@ -66,4 +67,9 @@ export function getMemberDeps(): MemberDeps {
     mailer,
     logger,
   };
+}
+
+/** What the webhook services need. */
+export function getWebhookDeps(): WebhookDeps {
+  return { pool: getContext().pool, allowedCidrs: getEnv().TICK_SSRF_ALLOWED_CIDRS };
 }
