@@ -49,6 +49,12 @@ test("an owner invites a viewer; the viewer accepts in another browser, reads jo
     await expect(invitee.getByTestId("keys-read-only")).toBeVisible();
     await expect(invitee.getByRole("button", { name: "Create key" })).toBeDisabled();
     await invitee.screenshot({ path: "test-results/keys-viewer-1280.png", fullPage: true });
+    // Cannot change settings: the page says so; the members page is read-only too.
+    await invitee.goto("/settings");
+    await expect(invitee.getByTestId("settings-read-only")).toBeVisible();
+    await invitee.goto("/members");
+    await expect(invitee.getByTestId("members-read-only")).toBeVisible();
+    await expect(invitee.getByRole("button", { name: "Invite", exact: true })).toBeDisabled();
     // …and the API refuses it all the same, with the viewer's own session.
     const origin = { origin: state.consoleUrl };
     const jobs = await invitee.request.get(`${state.consoleUrl}/api/v1/jobs`);

@@ -10,6 +10,7 @@ const NAV = [
   { href: "/webhooks", label: "Webhooks" },
   { href: "/members", label: "Members" },
   { href: "/audit", label: "Audit log" },
+  { href: "/settings", label: "Settings" },
   { href: "/docs/api", label: "API reference" },
 ];
 
