@@ -1,4 +1,5 @@
 import { expect, test } from "@playwright/test";
+import { checkPageAtWidths } from "./page-checks";
 import { productState } from "./product-state";
 
 const state = productState();
@@ -10,6 +11,9 @@ test("an anonymous visitor is sent to the login page", async ({ page }) => {
   // Tailwind is compiled in: the button's utility class produced a real background colour.
   const background = await page.getByRole("button", { name: "Sign in" }).evaluate((el) => getComputedStyle(el).backgroundColor);
   expect(background).not.toBe("rgba(0, 0, 0, 0)");
+  await checkPageAtWidths(page, "login", async () => {
+    await expect(page.getByRole("link", { name: "Create an account" })).toBeVisible();
+  });
 });
 
 test("a wrong password is refused with a message", async ({ page }) => {

@@ -2,6 +2,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { expect, test } from "@playwright/test";
 import { createTickClient } from "@tick/client";
+import { checkPageAtWidths } from "./page-checks";
 import { productState } from "./product-state";
 
 const state = productState();
@@ -52,6 +53,9 @@ test("an operator dry-runs a replay in the console, starts it, and watches it pa
 
     await card.getByRole("button", { name: "Cancel" }).click();
     await expect(card.getByTestId("replay-status")).toHaveText("cancelled");
+    await checkPageAtWidths(page, "dlq", async () => {
+      await expect(page.getByRole("table", { name: "Dead jobs" })).toBeVisible();
+    });
 
     const audit = await client.call("listAuditLog", { query: { targetType: "dlq_replay", limit: 10 } });
     if (!audit.ok) throw new Error("audit failed");

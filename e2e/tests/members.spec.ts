@@ -78,4 +78,11 @@ test("an owner invites a viewer; the viewer accepts in another browser, reads jo
   await page.reload();
   await expect(page.getByTestId("invitation-row").filter({ hasText: viewerEmail })).toContainText("accepted");
   await expect(page.getByTestId("member-row").filter({ hasText: viewerEmail })).toBeVisible();
+  // The audit log names who invited and who joined.
+  await page.goto("/audit");
+  const row = (action: string, who: string) => page.getByTestId("audit-row").filter({ hasText: action }).filter({ hasText: who }).first();
+  await page.getByLabel("Action").fill("member.invited");
+  await expect(row("member.invited", state.email)).toBeVisible();
+  await page.getByLabel("Action").fill("member.joined");
+  await expect(row("member.joined", viewerEmail)).toBeVisible();
 });

@@ -66,6 +66,11 @@ test("the API keys page creates a key shown once, lists it, and revokes it; the 
   // The secret is gone for good: the page no longer shows it after a reload.
   await page.reload();
   await expect(page.getByTestId("created-key")).toHaveCount(0);
+  // Both changes are in the audit log under the founder's email.
+  await page.goto("/audit");
+  await page.getByLabel("Resource").selectOption("api_key");
+  await expect(page.getByTestId("audit-row").filter({ hasText: "api_key.revoked" })).toContainText(email);
+  await expect(page.getByTestId("audit-row").filter({ hasText: "api_key.created" }).first()).toContainText(email);
 });
 
 test("a person in two tenants switches between them, and the choice is remembered", async ({ page, request }) => {

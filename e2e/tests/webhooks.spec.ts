@@ -61,6 +61,14 @@ test("webhooks in the console: add an endpoint on a local sink, a test delivery 
     await expect(rows.first()).toContainText("delivered", { timeout: 20_000 });
     await expect(rows.first()).toContainText("3 tries");
     expect(received.filter((r) => r.id === failedId)).toHaveLength(3); // the same webhook-id every try
+
+    // Each change is in the audit log under the demo owner's name.
+    await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Audit log" }).click();
+    for (const action of ["webhook_endpoint.created", "webhook_endpoint.tested", "webhook_delivery.redelivered"]) {
+      await page.getByLabel("Action").fill(action);
+      await expect(page.getByTestId("audit-row").first()).toContainText(state.email);
+      await expect(page.getByTestId("audit-row").first()).toContainText(action);
+    }
   } finally {
     server.close();
   }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { itConformsToOpenApi, jobBody, useConsole } from "./harness";
 
-const suite = useConsole();
+const suite = useConsole({ TICK_SIGNUP: "open" });
 
 /**
  * Every audit insert fails while `fn` runs: a trigger in this test's own database raises on audit_log,
@@ -83,6 +83,72 @@ describe("a change and its audit row commit together (#19)", () => {
       "tenant.settings.updated",
       "schedule.created",
     ]);
+  });
+
+  it("the same holds for sign-up, members, invitations, webhooks and platform operators' changes", async () => {
+    const { prisma } = suite.h;
+    const t = await suite.h.createTenant();
+    const client = suite.h.client(t.apiKey);
+    const member = await suite.h.addUser(t.id, "viewer");
+    const endpoint = await client.call("createWebhookEndpoint", { body: { url: "https://93.184.216.34/hook", events: ["job.dead"] } });
+    if (!endpoint.ok) throw new Error("endpoint");
+    const failed = await prisma.webhookDelivery.create({ data: { tenantId: t.id, jobId: crypto.randomUUID(), event: "job.dead", url: "https://93.184.216.34/hook", payload: {}, status: "failed" } });
+    const invited = await client.call("inviteMember", { body: { email: `pending-${Date.now()}@example.test`, role: "viewer" } });
+    if (!invited.ok) throw new Error("invite");
+    const ops = await suite.h.addUser(t.id, "viewer");
+    await prisma.user.update({ where: { id: ops.id }, data: { platformOperator: true } });
+    const operator = suite.h.sessionClient(await suite.h.signIn(ops.email, ops.password));
+    const email = `founder-${Date.now()}@example.test`;
+    const snapshot = async () => ({
+      tenants: await prisma.tenant.count(),
+      users: await prisma.user.count(),
+      tenant: await prisma.tenant.findUnique({ where: { id: t.id }, select: { suspendedAt: true, weight: true } }),
+      memberships: await prisma.membership.findMany({ where: { tenantId: t.id }, select: { userId: true, role: true }, orderBy: { userId: "asc" } }),
+      invitations: await prisma.invitation.findMany({ where: { tenantId: t.id }, select: { id: true, revokedAt: true }, orderBy: { id: "asc" } }),
+      endpoints: await prisma.webhookEndpoint.findMany({ where: { tenantId: t.id }, select: { id: true, enabled: true }, orderBy: { id: "asc" } }),
+      deliveries: await prisma.webhookDelivery.findMany({ where: { tenantId: t.id }, select: { id: true, status: true }, orderBy: { id: "asc" } }),
+      audit: await prisma.auditLog.count({ where: { tenantId: t.id } }),
+    });
+    const before = await snapshot();
+    const changes = [
+      () => suite.h.client("").call("signUp", { body: { tenantName: "Atomic", email, password: "a long enough passphrase" } }),
+      () => client.call("inviteMember", { body: { email: `new-${Date.now()}@example.test`, role: "viewer" } }),
+      () => client.call("revokeInvitation", { params: { id: invited.body.invitation.id } }),
+      () => client.call("updateMember", { params: { id: member.id }, body: { role: "operator" } }),
+      () => client.call("createWebhookEndpoint", { body: { url: "https://93.184.216.34/other", events: ["job.succeeded"] } }),
+      () => client.call("updateWebhookEndpoint", { params: { id: endpoint.body.id }, body: { enabled: false } }),
+      () => client.call("testWebhookEndpoint", { params: { id: endpoint.body.id } }),
+      () => client.call("redeliverWebhooks", { body: { ids: [failed.id] } }),
+      () => client.call("removeMember", { params: { id: member.id } }),
+      // Last: a suspended tenant's key is refused.
+      () => operator.call("operatorUpdateTenant", { params: { id: t.id }, body: { weight: 7 } }),
+      () => operator.call("operatorSuspendTenant", { params: { id: t.id }, body: { reason: "atomic" } }),
+    ];
+    await withAuditFailing(async () => {
+      for (const change of changes) {
+        const res = await change();
+        expect(res.status).toBe(500);
+      }
+    });
+    expect(await snapshot()).toEqual(before);
+    expect(await prisma.user.findUnique({ where: { email } })).toBeNull();
+
+    for (const change of changes) expect((await change()).status).toBeLessThan(300);
+    const actions = (await prisma.auditLog.findMany({ where: { tenantId: t.id }, orderBy: { id: "asc" }, select: { action: true } })).map((a) => a.action);
+    expect(actions.slice(-10)).toEqual([
+      "member.invited",
+      "invitation.revoked",
+      "member.role_changed",
+      "webhook_endpoint.created",
+      "webhook_endpoint.updated",
+      "webhook_endpoint.tested",
+      "webhook_delivery.redelivered",
+      "member.removed",
+      "tenant.limits_changed",
+      "tenant.suspended",
+    ]);
+    const signedUp = await prisma.user.findUniqueOrThrow({ where: { email }, include: { memberships: true } });
+    expect(await prisma.auditLog.count({ where: { tenantId: signedUp.memberships[0]!.tenantId } })).toBe(3);
   });
 
   it("an export records its mark only with its audit row: with the row refused the stream ends without its last line and the mark stays", async () => {

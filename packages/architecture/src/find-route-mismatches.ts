@@ -14,10 +14,14 @@ interface ContractRoute {
   node: ts.Node;
 }
 
+/** The wrappers that bind a handler to its contract route: authenticated, public (sign-up), platform operator. */
+const ROUTE_WRAPPERS = new Set(["apiRoute", "publicApiRoute", "operatorApiRoute"]);
+
 /**
  * The route table and the handlers agree: every route in packages/contract/src/routes.ts has a handler
  * file under apps/console/src/app/api/v1 whose path is the route's, exporting the route's method as
- * `apiRoute("<name>", ...)`; every handler there is such a route (one handler per route).
+ * `apiRoute("<name>", ...)` (or its public and platform-operator kin, publicApiRoute and operatorApiRoute);
+ * every handler there is such a route (one handler per route).
  */
 export function findRouteMismatches(files: readonly SourceFile[]): Finding[] {
   const findings: Finding[] = [];
@@ -35,7 +39,7 @@ export function findRouteMismatches(files: readonly SourceFile[]): Finding[] {
       for (const { method, node, init } of exportedMethods(statement)) {
         exportsAny = true;
         const call = init && unwrap(init);
-        const name = call && ts.isCallExpression(call) && ts.isIdentifier(call.expression) && call.expression.text === "apiRoute" ? literalText(call.arguments[0]) : undefined;
+        const name = call && ts.isCallExpression(call) && ts.isIdentifier(call.expression) && ROUTE_WRAPPERS.has(call.expression.text) ? literalText(call.arguments[0]) : undefined;
         if (name === undefined) {
           findings.push(findingAt(API_ROUTES, file, node, `${method} does not go through apiRoute("<route name>", ...), so it is no route of the contract`));
           continue;

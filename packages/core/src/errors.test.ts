@@ -10,6 +10,8 @@ const CASES: [ErrorCode, number, string][] = [
   ["forbidden", 403, "https://tick.dev/problems/forbidden"],
   ["not_found", 404, "https://tick.dev/problems/not-found"],
   ["conflict", 409, "https://tick.dev/problems/conflict"],
+  ["signup_closed", 403, "https://tick.dev/problems/signup-closed"],
+  ["tenant_suspended", 403, "https://tick.dev/problems/tenant-suspended"],
   ["idempotency_key_reused", 422, "https://tick.dev/problems/idempotency-key-reused"],
   ["idempotency_request_in_progress", 409, "https://tick.dev/problems/idempotency-request-in-progress"],
   ["payload_too_large", 413, "https://tick.dev/problems/payload-too-large"],

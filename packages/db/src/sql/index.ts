@@ -13,3 +13,4 @@ export * from "./audit.js";
 export * from "./clock.js";
 export * from "./lifecycle.js";
 export * from "./job-status-writes.js";
+export * from "./accounts.js";

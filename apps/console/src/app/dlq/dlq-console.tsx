@@ -2,17 +2,8 @@
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
-import { createTickClient, type ApiResult } from "@tick/client";
-import type { Job, Replay, RouteName } from "@tick/contract";
-
-/** The public API with the signed-in user's session (the cookie goes along; the role gives the scopes). */
-const api = () => createTickClient({ baseUrl: window.location.origin });
-
-async function ok<N extends RouteName>(result: Promise<ApiResult<N>>) {
-  const res = await result;
-  if (!res.ok) throw new Error(res.problem?.detail ?? `HTTP ${res.status}`);
-  return res.body;
-}
+import type { Job, Replay } from "@tick/contract";
+import { consoleApi as api, formatTime, ok, QueryState } from "@/components/ui";
 
 type Filter = { queue?: string; errorKind?: string; dependency?: string; httpStatus?: number };
 type Preview = { count: number; wouldTake: number; estimatedSeconds: number; sample: Job[] };
@@ -124,17 +115,19 @@ const STATUS_STYLE: Record<Replay["status"], string> = {
 };
 
 function Replays({ canReplay }: { canReplay: boolean }) {
-  const { data, error } = useQuery({
+  const replays = useQuery({
     queryKey: ["replays"],
     queryFn: () => ok(api().call("listDlqReplays", { query: { limit: 10 } })),
     refetchInterval: 1_000,
   });
-  if (error) return <p role="alert" className="text-sm text-rose-700">{error.message}</p>;
-  if (!data || data.data.length === 0) return null;
+  const rows = replays.data?.data ?? [];
   return (
-    <section className="space-y-3">
-      <h2 className="font-medium">Replays</h2>
-      {data.data.map((r) => <ReplayCard key={r.id} replay={r} canReplay={canReplay} />)}
+    <section className="space-y-3" aria-labelledby="replays">
+      <h2 id="replays" className="font-medium">Replays</h2>
+      <QueryState isPending={replays.isPending} error={replays.error} isEmpty={rows.length === 0} retry={() => void replays.refetch()}
+        empty="No replay yet. A dry run above shows what one would take.">
+        {rows.map((r) => <ReplayCard key={r.id} replay={r} canReplay={canReplay} />)}
+      </QueryState>
     </section>
   );
 }
@@ -149,11 +142,11 @@ function ReplayCard({ replay, canReplay }: { replay: Replay; canReplay: boolean 
   const button = "rounded-md border border-slate-300 px-2.5 py-1 text-xs hover:bg-slate-100 disabled:opacity-40";
   return (
     <article className="rounded-xl border border-slate-200 bg-white p-4" aria-label={`Replay ${replay.id.slice(0, 8)}`} data-replay-id={replay.id}>
-      <div className="mb-3 flex items-center justify-between gap-4">
-        <div className="flex items-center gap-3 text-sm">
+      <div className="mb-3 flex flex-col gap-2 sm:flex-row sm:items-center sm:justify-between sm:gap-4">
+        <div className="flex flex-wrap items-center gap-x-3 gap-y-1 text-sm">
           <span className={`rounded px-2 py-0.5 text-xs font-medium ${STATUS_STYLE[s]}`} data-testid="replay-status">{s.replace("_", "-")}</span>
           <span className="text-slate-600">{replay.ratePerSecond}/s · pauses above {Math.round(replay.failureThreshold * 100)}% failures</span>
-          <span className="text-slate-600">by {replay.actorName} · {new Date(replay.createdAt).toLocaleString()}</span>
+          <span className="text-slate-600">by {replay.actorName} · {formatTime(replay.createdAt)}</span>
         </div>
         <div className="flex gap-2">
           {s === "running" && <button className={button} disabled={!canReplay || act.isPending} onClick={() => act.mutate("pauseDlqReplay")}>Pause</button>}
@@ -190,8 +183,7 @@ function ReplayProgress({ progress }: { progress: Replay["progress"] }) {
       <dl className="mt-2 flex flex-wrap gap-x-5 gap-y-1 text-xs text-slate-600">
         {SEGMENTS.map((seg) => (
           <div key={seg.key} className="flex items-center gap-1.5">
-            <span className={`inline-block h-2 w-2 rounded-sm ${seg.color}`} />
-            <dt>{seg.label}</dt>
+            <dt className="flex items-center gap-1.5"><span className={`inline-block h-2 w-2 rounded-sm ${seg.color}`} aria-hidden="true" />{seg.label}</dt>
             <dd className="tabular-nums font-medium text-slate-800" data-progress={seg.key}>{progress[seg.key]}</dd>
           </div>
         ))}
@@ -207,35 +199,37 @@ function errorText(lastError: unknown): string {
 }
 
 function DeadJobs() {
-  const { data, error } = useQuery({
+  const dead = useQuery({
     queryKey: ["dlq"],
     queryFn: () => ok(api().call("listDeadJobs", { query: { limit: 50 } })),
     refetchInterval: 5_000,
   });
+  const rows = dead.data?.data ?? [];
   return (
-    <section className="rounded-xl border border-slate-200 bg-white p-5">
-      <h2 className="mb-3 font-medium">Dead jobs</h2>
-      {error && <p role="alert" className="text-sm text-rose-700">{error.message}</p>}
-      {data && data.data.length === 0 && <p className="text-sm text-slate-500">The DLQ is empty.</p>}
-      {data && data.data.length > 0 && (
-        <table className="w-full text-left text-sm" aria-label="Dead jobs">
-          <thead className="text-xs text-slate-500">
-            <tr><th className="py-1">Job</th><th>Queue</th><th>Last error</th><th>Attempts</th><th>Dependency</th><th>Died</th></tr>
-          </thead>
-          <tbody>
-            {data.data.map((j) => (
-              <tr key={j.id} className="border-t border-slate-100">
-                <td className="py-1.5 font-mono text-xs">{j.id.slice(0, 8)}</td>
-                <td>{j.queue}</td>
-                <td>{errorText(j.lastError)}</td>
-                <td className="tabular-nums">{j.attempts.length}</td>
-                <td className="text-slate-600">{j.dependencyKey ?? "—"}</td>
-                <td className="text-slate-600">{j.finishedAt ? new Date(j.finishedAt).toLocaleString() : "—"}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+    <section className="rounded-xl border border-slate-200 bg-white p-5" aria-labelledby="dead-jobs">
+      <h2 id="dead-jobs" className="mb-3 font-medium">Dead jobs</h2>
+      <QueryState isPending={dead.isPending} error={dead.error} isEmpty={rows.length === 0} retry={() => void dead.refetch()} empty="The DLQ is empty.">
+        {/* A wide table scrolls inside its card on a phone; the page itself never scrolls sideways. */}
+        <div className="overflow-x-auto" tabIndex={0} role="region" aria-label="Dead jobs, scrollable">
+          <table className="w-full min-w-[40rem] text-left text-sm" aria-label="Dead jobs">
+            <thead className="text-xs text-slate-600">
+              <tr><th className="py-1">Job</th><th>Queue</th><th>Last error</th><th>Attempts</th><th>Dependency</th><th>Died</th></tr>
+            </thead>
+            <tbody>
+              {rows.map((j) => (
+                <tr key={j.id} className="border-t border-slate-100">
+                  <td className="py-1.5 font-mono text-xs">{j.id.slice(0, 8)}</td>
+                  <td>{j.queue}</td>
+                  <td>{errorText(j.lastError)}</td>
+                  <td className="tabular-nums">{j.attempts.length}</td>
+                  <td className="text-slate-600">{j.dependencyKey ?? "—"}</td>
+                  <td className="text-slate-600">{formatTime(j.finishedAt)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      </QueryState>
     </section>
   );
 }

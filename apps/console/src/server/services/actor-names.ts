@@ -1,4 +1,4 @@
-import type { Queryable } from "@tick/db";
+import { sql, type Queryable } from "@tick/db";
 
 export interface ActorRef {
   type: string;
@@ -18,12 +18,7 @@ export async function actorNames(db: Queryable, tenantId: string, refs: ActorRef
   const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
   const names = new Map<string, string>();
   if (userIds.length + keyIds.length > 0) {
-    const { rows } = await db.query<{ kind: string; id: string; name: string }>(
-      `SELECT 'user' AS kind, id::text, email AS name FROM users WHERE id = ANY($1::uuid[])
-       UNION ALL
-       SELECT 'api_key', id::text, name || ' (' || prefix || ')' FROM api_keys WHERE id = ANY($2::uuid[]) AND tenant_id = $3`,
-      [userIds.filter((id) => uuid.test(id)), keyIds.filter((id) => uuid.test(id)), tenantId],
-    );
+    const rows = await sql.actorNameRows(db, { userIds: userIds.filter((id) => uuid.test(id)), keyIds: keyIds.filter((id) => uuid.test(id)), tenantId });
     for (const r of rows) names.set(`${r.kind}:${r.id}`, r.name);
   }
   return (r) => {

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { AppError } from "@tick/core";
 import type { z } from "zod";
 import { hasScope, type acceptInvitationSchema, type ConsoleRole, type createInvitationSchema, type Invitation, type Member } from "@tick/contract";
-import { hashPassword, prismaTransaction, verifyPassword, type PrismaClient } from "@tick/db";
+import { hashPassword, prismaTransaction, sql, verifyPassword, type PrismaClient } from "@tick/db";
 import { auditActor, type ApiPrincipal } from "../api/authenticate";
 import type { AuthLimits } from "../api/auth-limits";
 import { writeAudit } from "./audit";
@@ -150,10 +150,7 @@ async function changeMembership(deps: MemberDeps, principal: ApiPrincipal, userI
   }
   const ownerActor = await actorIsOwner(deps.prisma, principal);
   return prismaTransaction(deps.prisma, async (tx) => {
-    const owners = await tx.$queryRawUnsafe<{ user_id: string }[]>(
-      `SELECT user_id::text FROM memberships WHERE tenant_id = $1::uuid AND role = 'owner' ORDER BY user_id FOR UPDATE`,
-      principal.tenant.id,
-    );
+    const owners = await sql.lockTenantOwners(tx, principal.tenant.id);
     const member = await tx.membership.findUnique({ where: { userId_tenantId: { userId, tenantId: principal.tenant.id } }, include: { user: true } });
     if (!member) throw new AppError("not_found", "No such member.");
     const touchesOwner = member.role === "owner" || (change !== "remove" && change.role === "owner");

@@ -1,7 +1,7 @@
 import { AppError } from "@tick/core";
 import type { z } from "zod";
 import type { OperatorTenant, operatorTenantQuerySchema, updateTenantLimitsSchema } from "@tick/contract";
-import { prismaTransaction, type PrismaClient } from "@tick/db";
+import { prismaTransaction, sql, type PrismaClient } from "@tick/db";
 import type { OperatorPrincipal } from "../api/route";
 import { writeAudit } from "./audit";
 
@@ -10,22 +10,7 @@ export interface OperatorDeps {
   prisma: PrismaClient;
 }
 
-interface TenantRow {
-  id: string;
-  slug: string;
-  name: string;
-  created_at: Date;
-  suspended_at: Date | null;
-  weight: number;
-  admission_rate: number;
-  admission_burst: number;
-  max_pending_jobs: number;
-  max_in_flight: number;
-  members: number;
-  pending_jobs: number;
-}
-
-const view = (r: TenantRow): OperatorTenant => ({
+const view = (r: sql.OperatorTenantRow): OperatorTenant => ({
   id: r.id,
   slug: r.slug,
   name: r.name,
@@ -40,29 +25,15 @@ const view = (r: TenantRow): OperatorTenant => ({
   pendingJobs: r.pending_jobs,
 });
 
-// Pending jobs through jobs_pending_idx (tenant_id, partial on live statuses): one index range per tenant of the page.
-const TENANT_COLUMNS = `t.id, t.slug, t.name, t.created_at, t.suspended_at, t.weight, t.admission_rate, t.admission_burst,
-       t.max_pending_jobs, t.max_in_flight,
-       (SELECT count(*)::int FROM memberships m WHERE m.tenant_id = t.id) AS members,
-       (SELECT count(*)::int FROM jobs j WHERE j.tenant_id = t.id AND j.status IN ('scheduled', 'dispatched', 'running')) AS pending_jobs`;
-
-async function readTenant(db: Pick<PrismaClient, "$queryRawUnsafe">, id: string): Promise<OperatorTenant> {
-  const rows = await db.$queryRawUnsafe<TenantRow[]>(`SELECT ${TENANT_COLUMNS} FROM tenants t WHERE t.id = $1::uuid`, id);
-  if (!rows[0]) throw new AppError("not_found", "No such tenant.");
-  return view(rows[0]);
+async function readTenant(db: Parameters<typeof sql.findOperatorTenant>[0], id: string): Promise<OperatorTenant> {
+  const row = await sql.findOperatorTenant(db, id);
+  if (!row) throw new AppError("not_found", "No such tenant.");
+  return view(row);
 }
 
 /** Every tenant, by slug, a page at a time (keyset on the unique slug), optionally filtered by slug or name. */
 export async function listTenants(deps: OperatorDeps, query: z.output<typeof operatorTenantQuerySchema>) {
-  const pattern = query.search ? `%${query.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
-  const rows = await deps.prisma.$queryRawUnsafe<TenantRow[]>(
-    `SELECT ${TENANT_COLUMNS} FROM tenants t
-      WHERE ($1::text IS NULL OR t.slug ILIKE $1 OR t.name ILIKE $1) AND ($2::text IS NULL OR t.slug > $2)
-      ORDER BY t.slug LIMIT $3`,
-    pattern,
-    query.cursor ?? null,
-    query.limit + 1,
-  );
+  const rows = await sql.listOperatorTenants(deps.prisma, { search: query.search, afterSlug: query.cursor, limit: query.limit + 1 });
   const page = rows.slice(0, query.limit);
   return { data: page.map(view), nextCursor: rows.length > query.limit ? page[page.length - 1]!.slug : null };
 }
