@@ -7,6 +7,7 @@ import { createAuthLimits, type AuthLimits } from "./auth-limits";
 import type { AccountDeps } from "../services/accounts";
 import type { InvitationMailer, MemberDeps } from "../services/members";
 import type { WebhookDeps } from "../services/webhooks";
+import type { ServiceDeps } from "../services/service-deps";
 import { createInvitationMailer } from "../mailer";
 
 let cached: JobServiceDeps | undefined;
@@ -72,4 +73,16 @@ export function getMemberDeps(): MemberDeps {
 /** What the webhook services need. */
 export function getWebhookDeps(): WebhookDeps {
   return { pool: getContext().pool, allowedCidrs: getEnv().TICK_SSRF_ALLOWED_CIDRS };
+}
+
+let serviceDeps: ServiceDeps | undefined;
+
+/** The tenant services' one deps object (services/service-deps.ts), wired once from config. */
+export function getServiceDeps(): ServiceDeps {
+  if (!serviceDeps) {
+    const env = getEnv();
+    const { prisma, pool, logger } = getContext();
+    serviceDeps = { prisma, pool, logger, allowedCidrs: env.TICK_SSRF_ALLOWED_CIDRS, retentionMaxDays: env.TICK_RETENTION_MAX_DAYS };
+  }
+  return serviceDeps;
 }

@@ -7,6 +7,7 @@ import type { Admit, AdmissionResult } from "../api/admission";
 import { auditActor, type ApiPrincipal } from "../api/authenticate";
 import { assertTargetAllowed } from "../api/target-guard";
 import { jobView } from "./views";
+import type { ServiceDeps } from "./service-deps";
 
 export interface JobServiceDeps {
   pool: pg.Pool;
@@ -219,7 +220,7 @@ async function resolveInTransaction(
   }
 }
 
-export async function getJobWithAttempts(pool: pg.Pool, tenantId: string, jobId: string) {
+export async function getJobWithAttempts({ pool }: Pick<ServiceDeps, "pool">, tenantId: string, jobId: string) {
   const row = await sql.findJob(pool, tenantId, jobId);
   if (!row) throw new AppError("not_found", "No such job.");
   const attempts = await sql.listAttempts(pool, tenantId, jobId);
@@ -255,7 +256,7 @@ const cancelled = (row: sql.JobRow, repeated: boolean): CancelResult => ({
  * - 409 when the job had finished otherwise.
  * The change, its job.cancelled webhook and its audit row commit together.
  */
-export async function cancelJob(pool: pg.Pool, principal: ApiPrincipal, jobId: string): Promise<CancelResult> {
+export async function cancelJob({ pool }: Pick<ServiceDeps, "pool">, principal: ApiPrincipal, jobId: string): Promise<CancelResult> {
   const tenantId = principal.tenant.id;
   const audit = (client: pg.PoolClient, action: string, row: sql.JobRow) =>
     sql.insertAudit(client, { ...auditActor(principal), action, targetType: "job", targetId: row.id, details: { attemptsStarted: row.attempt_count } });

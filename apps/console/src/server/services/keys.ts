@@ -1,18 +1,19 @@
 import { AppError } from "@tick/core";
 import type { z } from "zod";
 import { hasScope, type createApiKeySchema } from "@tick/contract";
-import { generateApiKey, prismaTransaction, type PrismaClient } from "@tick/db";
+import { generateApiKey, prismaTransaction } from "@tick/db";
 import { auditActor, type ApiPrincipal } from "../api/authenticate";
 import { writeAudit } from "./audit";
 import { apiKeyView } from "./views";
+import type { ServiceDeps } from "./service-deps";
 
-export async function listApiKeys(prisma: PrismaClient, tenantId: string) {
+export async function listApiKeys({ prisma }: ServiceDeps, tenantId: string) {
   const keys = await prisma.apiKey.findMany({ where: { tenantId }, orderBy: { createdAt: "desc" } });
   return keys.map(apiKeyView);
 }
 
 /** A key can grant only scopes its creator holds, so keys:write cannot mint an admin key. */
-export async function createApiKey(prisma: PrismaClient, principal: ApiPrincipal, input: z.output<typeof createApiKeySchema>) {
+export async function createApiKey({ prisma }: ServiceDeps, principal: ApiPrincipal, input: z.output<typeof createApiKeySchema>) {
   const missing = input.scopes.filter((s) => !hasScope(principal.scopes, s));
   if (missing.length) throw new AppError("forbidden", `A key cannot grant scopes it does not hold: ${missing.join(", ")}.`);
   if (input.expiresAt && Date.parse(input.expiresAt) <= Date.now()) {
@@ -43,7 +44,7 @@ export async function createApiKey(prisma: PrismaClient, principal: ApiPrincipal
   return { key, apiKey: apiKeyView(created) };
 }
 
-export async function revokeApiKey(prisma: PrismaClient, principal: ApiPrincipal, id: string) {
+export async function revokeApiKey({ prisma }: ServiceDeps, principal: ApiPrincipal, id: string) {
   return prismaTransaction(prisma, async (tx) => {
     const current = await tx.apiKey.findFirst({ where: { id, tenantId: principal.tenant.id } });
     if (!current) throw new AppError("not_found", "No such API key.");

@@ -2,11 +2,10 @@ import type { z } from "zod";
 import { AppError } from "@tick/core";
 import type { exportJobsQuerySchema, updateTenantSettingsSchema } from "@tick/contract";
 import { inTransaction, sql, type Queryable } from "@tick/db";
-import type pg from "pg";
-import type { Logger } from "@tick/runtime";
 import { auditActor, type ApiPrincipal } from "../api/authenticate";
 import { writeAudit } from "./audit";
 import { attemptView, jobView } from "./views";
+import type { ServiceDeps } from "./service-deps";
 
 // Data lifecycle (issue #10): retention settings and the NDJSON export of finished jobs.
 
@@ -22,7 +21,7 @@ function settingsView(row: sql.TenantSettingsRow, retentionMaxDays: number) {
   };
 }
 
-export async function getSettings(db: Queryable, tenantId: string, retentionMaxDays: number) {
+export async function getSettings({ pool: db, retentionMaxDays }: { pool: Queryable; retentionMaxDays: number }, tenantId: string) {
   const row = await sql.findTenantSettings(db, tenantId);
   if (!row) throw new AppError("not_found", "No such tenant.");
   return settingsView(row, retentionMaxDays);
@@ -30,10 +29,9 @@ export async function getSettings(db: Queryable, tenantId: string, retentionMaxD
 
 /** Changes retention and export settings within the deployment's ceiling; audited with before and after. */
 export async function updateSettings(
-  pool: pg.Pool,
+  { pool, retentionMaxDays }: ServiceDeps,
   principal: ApiPrincipal,
   input: z.output<typeof updateTenantSettingsSchema>,
-  retentionMaxDays: number,
 ) {
   if (input.retentionDays !== undefined && input.retentionDays > retentionMaxDays) {
     throw new AppError("validation_failed", `retentionDays may be at most ${retentionMaxDays} (this deployment's ceiling).`, {
@@ -42,7 +40,7 @@ export async function updateSettings(
   }
   // The change and its audit row commit together.
   return inTransaction(pool, async (client) => {
-    const before = await getSettings(client, principal.tenant.id, retentionMaxDays);
+    const before = await getSettings({ pool: client, retentionMaxDays }, principal.tenant.id);
     const row = await sql.updateTenantSettings(client, principal.tenant.id, {
       retentionDays: input.retentionDays ?? null,
       dlqRetentionDays: input.dlqRetentionDays ?? null,
@@ -63,8 +61,7 @@ export async function updateSettings(
  * audit row), so a stream cut off halfway counts for nothing.
  */
 export async function exportFinishedJobs(
-  pool: pg.Pool,
-  logger: Logger,
+  { pool, logger }: ServiceDeps,
   principal: ApiPrincipal,
   query: z.output<typeof exportJobsQuerySchema>,
 ): Promise<ReadableStream<Uint8Array>> {

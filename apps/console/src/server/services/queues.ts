@@ -1,24 +1,25 @@
 import { AppError } from "@tick/core";
 import type { z } from "zod";
 import type { createQueueSchema, updateQueueSchema } from "@tick/contract";
-import { prismaTransaction, type PrismaClient } from "@tick/db";
+import { prismaTransaction } from "@tick/db";
 import { auditActor, type ApiPrincipal } from "../api/authenticate";
 import { writeAudit } from "./audit";
 import { queueView } from "./views";
+import type { ServiceDeps } from "./service-deps";
 
 
-export async function listQueues(prisma: PrismaClient, tenantId: string) {
+export async function listQueues({ prisma }: ServiceDeps, tenantId: string) {
   const queues = await prisma.queue.findMany({ where: { tenantId }, orderBy: { name: "asc" } });
   return queues.map(queueView);
 }
 
-export async function getQueue(prisma: PrismaClient, tenantId: string, name: string) {
+export async function getQueue({ prisma }: ServiceDeps, tenantId: string, name: string) {
   const queue = await prisma.queue.findUnique({ where: { tenantId_name: { tenantId, name } } });
   if (!queue) throw new AppError("not_found", `No queue named "${name}".`);
   return queueView(queue);
 }
 
-export async function createQueue(prisma: PrismaClient, principal: ApiPrincipal, input: z.output<typeof createQueueSchema>) {
+export async function createQueue({ prisma }: ServiceDeps, principal: ApiPrincipal, input: z.output<typeof createQueueSchema>) {
   const tenantId = principal.tenant.id;
   return prismaTransaction(prisma, async (tx) => {
     const exists = await tx.queue.findUnique({ where: { tenantId_name: { tenantId, name: input.name } } });
@@ -48,7 +49,7 @@ export async function createQueue(prisma: PrismaClient, principal: ApiPrincipal,
 type QueueChange = z.output<typeof updateQueueSchema> | { paused: boolean };
 
 /** Changes a queue with a version bump (optimistic: a concurrent change is retried on the fresh row). */
-export async function updateQueue(prisma: PrismaClient, principal: ApiPrincipal, name: string, change: QueueChange, action: string) {
+export async function updateQueue({ prisma }: ServiceDeps, principal: ApiPrincipal, name: string, change: QueueChange, action: string) {
   const tenantId = principal.tenant.id;
   return prismaTransaction(prisma, async (tx) => {
     const current = await tx.queue.findUnique({ where: { tenantId_name: { tenantId, name } } });

@@ -1,13 +1,14 @@
 import type { z } from "zod";
 import { AppError, REPLAY_DEFAULTS, isReplayActionRepeat, replayTransition } from "@tick/core";
 import type { createReplaySchema } from "@tick/contract";
-import { inTransaction, sql, type PrismaClient } from "@tick/db";
+import { inTransaction, sql } from "@tick/db";
 import type pg from "pg";
 import { auditActor, type ApiPrincipal } from "../api/authenticate";
 import { fetchKeysetPage } from "../api/keyset-cursor";
 import { writeAudit } from "./audit";
 import { jobView, replayView } from "./views";
 import { actorNames, parseActor } from "./actor-names";
+import type { ServiceDeps } from "./service-deps";
 
 type CreateReplay = z.output<typeof createReplaySchema>;
 
@@ -25,7 +26,7 @@ const recordedFilter = (input: CreateReplay) => ({ ...(input.filter ? { filter: 
  * items, the creation audited in the same transaction. The scheduler holding the tenant's shard takes
  * it from there.
  */
-export async function createReplay(pool: pg.Pool, prisma: PrismaClient, principal: ApiPrincipal, input: CreateReplay) {
+export async function createReplay({ pool, prisma }: ServiceDeps, principal: ApiPrincipal, input: CreateReplay) {
   const tenantId = principal.tenant.id;
   const selection = selectionOf(input);
   if (input.dryRun) {
@@ -63,7 +64,7 @@ export async function createReplay(pool: pg.Pool, prisma: PrismaClient, principa
   return { status: 201, body: (await replayViews(pool, tenantId, [(await sql.findReplay(pool, tenantId, id))!]))[0]! };
 }
 
-export async function getReplay(pool: pg.Pool, tenantId: string, id: string) {
+export async function getReplay({ pool }: Pick<ServiceDeps, "pool">, tenantId: string, id: string) {
   const replay = await sql.findReplay(pool, tenantId, id);
   if (!replay) throw new AppError("not_found", "No such replay.");
   return (await replayViews(pool, tenantId, [replay]))[0]!;
@@ -75,13 +76,13 @@ async function replayViews(pool: pg.Pool, tenantId: string, replays: sql.ReplayW
   return replays.map((r) => replayView(r, nameOf(parseActor(r.actor))));
 }
 
-export async function listReplays(pool: pg.Pool, tenantId: string, query: { limit: number; cursor?: string }) {
+export async function listReplays({ pool }: ServiceDeps, tenantId: string, query: { limit: number; cursor?: string }) {
   const { page, nextCursor } = await fetchKeysetPage(query, (window) => sql.listReplays(pool, tenantId, window), (r) => r.created_at);
   return { data: await replayViews(pool, tenantId, page), nextCursor };
 }
 
 /** Pause, resume or cancel, audited in the same transaction; a repeat is answered as done; 409 when the replay's state does not allow it. */
-export async function changeReplay(pool: pg.Pool, principal: ApiPrincipal, id: string, action: "pause" | "resume" | "cancel") {
+export async function changeReplay({ pool }: ServiceDeps, principal: ApiPrincipal, id: string, action: "pause" | "resume" | "cancel") {
   const tenantId = principal.tenant.id;
   await inTransaction(pool, async (client) => {
     const current = await sql.findReplay(client, tenantId, id);
@@ -99,5 +100,5 @@ export async function changeReplay(pool: pg.Pool, principal: ApiPrincipal, id: s
       details: { from: current.status, released: current.released, total: current.total, ...(current.status_reason ? { reason: current.status_reason } : {}) },
     });
   });
-  return getReplay(pool, tenantId, id);
+  return getReplay({ pool }, tenantId, id);
 }

@@ -1,12 +1,13 @@
 import { AppError, dependencyOf, type Cidr } from "@tick/core";
 import type { z } from "zod";
 import type { createScheduleSchema, previewRuleSchema, updateScheduleSchema } from "@tick/contract";
-import { prismaTransaction, sql, type PrismaClient, type Queryable } from "@tick/db";
+import { prismaTransaction, sql, type PrismaClient } from "@tick/db";
 import { nextOccurrences, validateRule, type Occurrence, type RecurrenceRule } from "@tick/recurrence";
 import { auditActor, type ApiPrincipal } from "../api/authenticate";
 import { invalidCursor } from "../api/keyset-cursor";
 import { assertTargetAllowed } from "../api/target-guard";
 import { writeAudit } from "./audit";
+import type { ServiceDeps } from "./service-deps";
 
 type ScheduleRecord = Awaited<ReturnType<PrismaClient["schedule"]["findFirstOrThrow"]>> & { queue: { name: string } };
 
@@ -56,7 +57,7 @@ const first = (rule: RecurrenceRule, after: Date) => nextOccurrences(rule, after
 // "fired through" mark are compared with due times the scheduler reads from the database, so the console
 // host's own clock must not set them (S13).
 
-export async function createSchedule(pool: Queryable, prisma: PrismaClient, principal: ApiPrincipal, input: z.output<typeof createScheduleSchema>, allowed: readonly Cidr[]) {
+export async function createSchedule({ pool, prisma, allowedCidrs: allowed }: ServiceDeps, principal: ApiPrincipal, input: z.output<typeof createScheduleSchema>) {
   checkRule(input);
   await checkTemplate(input.job, allowed);
   const tenantId = principal.tenant.id;
@@ -100,11 +101,11 @@ async function load(prisma: PrismaClient, tenantId: string, id: string) {
   return s;
 }
 
-export async function getSchedule(prisma: PrismaClient, tenantId: string, id: string) {
+export async function getSchedule({ prisma }: Pick<ServiceDeps, "prisma">, tenantId: string, id: string) {
   return scheduleView(await load(prisma, tenantId, id));
 }
 
-export async function listSchedules(prisma: PrismaClient, tenantId: string, limit: number, cursor?: string) {
+export async function listSchedules({ prisma }: ServiceDeps, tenantId: string, limit: number, cursor?: string) {
   const rows = await prisma.schedule.findMany({
     where: { tenantId },
     orderBy: { id: "asc" },
@@ -124,13 +125,11 @@ export async function listSchedules(prisma: PrismaClient, tenantId: string, limi
  * not run. A version bump guards against a concurrent change.
  */
 export async function changeSchedule(
-  pool: Queryable,
-  prisma: PrismaClient,
+  { pool, prisma, allowedCidrs: allowed }: ServiceDeps,
   principal: ApiPrincipal,
   id: string,
   change: z.output<typeof updateScheduleSchema> | { paused: boolean },
   action: string,
-  allowed: readonly Cidr[],
 ) {
   const current = await load(prisma, principal.tenant.id, id);
   const merged = {
@@ -159,10 +158,10 @@ export async function changeSchedule(
     if (count === 0) throw new AppError("conflict", "The schedule changed concurrently; retry.");
     await writeAudit(tx, { ...auditActor(principal), action, targetType: "schedule", targetId: id });
   });
-  return getSchedule(prisma, principal.tenant.id, id);
+  return getSchedule({ prisma }, principal.tenant.id, id);
 }
 
-export async function deleteSchedule(prisma: PrismaClient, principal: ApiPrincipal, id: string) {
+export async function deleteSchedule({ prisma }: ServiceDeps, principal: ApiPrincipal, id: string) {
   const current = await load(prisma, principal.tenant.id, id);
   await prismaTransaction(prisma, async (tx) => {
     await tx.schedule.delete({ where: { id } });
@@ -171,7 +170,7 @@ export async function deleteSchedule(prisma: PrismaClient, principal: ApiPrincip
   return scheduleView(current);
 }
 
-export async function previewSchedule(prisma: PrismaClient, tenantId: string, id: string, count: number, after?: string) {
+export async function previewSchedule({ prisma }: ServiceDeps, tenantId: string, id: string, count: number, after?: string) {
   const s = await load(prisma, tenantId, id);
   return previewRule({ cron: s.cron, timezone: s.timezone, dstGapPolicy: s.dstGapPolicy, dstOverlapPolicy: s.dstOverlapPolicy, count, ...(after ? { after } : {}) });
 }

@@ -1,15 +1,15 @@
+import { getServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
-import { getContext } from "@/server/context";
 import { createApiKey, listApiKeys } from "@/server/services/keys";
 
 export const dynamic = "force-dynamic";
 
 export const GET = apiRoute("listApiKeys", async ({ principal }) => ({
   status: 200,
-  body: { data: await listApiKeys(getContext().prisma, principal.tenant.id) },
+  body: { data: await listApiKeys(getServiceDeps(), principal.tenant.id) },
 }));
 
 export const POST = apiRoute("createApiKey", async ({ principal, body }) => ({
   status: 201,
-  body: await createApiKey(getContext().prisma, principal, body),
+  body: await createApiKey(getServiceDeps(), principal, body),
 }));

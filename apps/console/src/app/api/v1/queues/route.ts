@@ -1,15 +1,15 @@
+import { getServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
-import { getContext } from "@/server/context";
 import { createQueue, listQueues } from "@/server/services/queues";
 
 export const dynamic = "force-dynamic";
 
 export const GET = apiRoute("listQueues", async ({ principal }) => ({
   status: 200,
-  body: { data: await listQueues(getContext().prisma, principal.tenant.id) },
+  body: { data: await listQueues(getServiceDeps(), principal.tenant.id) },
 }));
 
 export const POST = apiRoute("createQueue", async ({ principal, body }) => ({
   status: 201,
-  body: await createQueue(getContext().prisma, principal, body),
+  body: await createQueue(getServiceDeps(), principal, body),
 }));

@@ -1,10 +1,10 @@
+import { getServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
-import { getContext } from "@/server/context";
 import { getReplay } from "@/server/services/replays";
 
 export const dynamic = "force-dynamic";
 
 export const GET = apiRoute("getDlqReplay", async ({ principal, params }) => ({
   status: 200,
-  body: await getReplay(getContext().pool, principal.tenant.id, params.id),
+  body: await getReplay(getServiceDeps(), principal.tenant.id, params.id),
 }));

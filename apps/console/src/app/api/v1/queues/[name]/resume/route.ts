@@ -1,10 +1,10 @@
+import { getServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
-import { getContext } from "@/server/context";
 import { updateQueue } from "@/server/services/queues";
 
 export const dynamic = "force-dynamic";
 
 export const POST = apiRoute("resumeQueue", async ({ principal, params }) => ({
   status: 200,
-  body: await updateQueue(getContext().prisma, principal, params.name, { paused: false }, "queue.resumed"),
+  body: await updateQueue(getServiceDeps(), principal, params.name, { paused: false }, "queue.resumed"),
 }));

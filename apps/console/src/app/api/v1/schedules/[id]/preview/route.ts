@@ -1,10 +1,10 @@
+import { getServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
-import { getContext } from "@/server/context";
 import { previewSchedule } from "@/server/services/schedules";
 
 export const dynamic = "force-dynamic";
 
 export const GET = apiRoute("previewSchedule", async ({ principal, params, query }) => ({
   status: 200,
-  body: await previewSchedule(getContext().prisma, principal.tenant.id, params.id, query.count, query.after),
+  body: await previewSchedule(getServiceDeps(), principal.tenant.id, params.id, query.count, query.after),
 }));

@@ -1,10 +1,10 @@
+import { getServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
-import { getContext } from "@/server/context";
 import { changeReplay } from "@/server/services/replays";
 
 export const dynamic = "force-dynamic";
 
 export const POST = apiRoute("pauseDlqReplay", async ({ principal, params }) => ({
   status: 200,
-  body: await changeReplay(getContext().pool, principal, params.id, "pause"),
+  body: await changeReplay(getServiceDeps(), principal, params.id, "pause"),
 }));
