@@ -26,6 +26,7 @@ test("signed in, the 404 page sits inside the console with its navigation, at 12
     expect(res?.status()).toBe(404);
     await expect(page.getByRole("heading", { name: "Page not found" })).toBeVisible();
     await expect(page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Dashboard" })).toBeVisible();
+    await expect(page).toHaveTitle(/\S/);
     await expectNoHorizontalScroll(page);
     expect((await new AxeBuilder({ page }).analyze()).violations).toEqual([]);
     await page.screenshot({ path: `test-results/not-found-${width}.png`, fullPage: true });

@@ -16,6 +16,8 @@ export async function checkPageAtWidths(page: Page, name: string, ready: () => P
   for (const width of [1280, 390]) {
     await page.setViewportSize({ width, height: 900 });
     await ready();
+    // Next streams a dynamic page's metadata after its body: judge the page once its <title> has arrived.
+    await expect(page).toHaveTitle(/\S/);
     await expectNoHorizontalScroll(page);
     expect((await new AxeBuilder({ page }).analyze()).violations).toEqual([]);
     await page.screenshot({ path: `test-results/${name}-${width}.png`, fullPage: true });

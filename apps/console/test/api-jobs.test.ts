@@ -121,6 +121,16 @@ describe("POST /api/v1/jobs", () => {
     expect(await suite.h.prisma.job.count({ where: { tenantId: suite.a.id } })).toBe(before);
   });
 
+  it("says plainly why a target is refused: of the address itself, or of what the name resolved to (#20)", async () => {
+    const refusal = async (url: string) => {
+      const res = await suite.h.client(suite.a.apiKey).call("createJob", { body: jobBody({ target: { url } }) });
+      if (res.ok) throw new Error("expected a problem");
+      return res.problem.detail;
+    };
+    expect(await refusal("http://127.0.0.1:8080/x")).toBe("target.url: address 127.0.0.1 is in a blocked range (loopback)");
+    expect(await refusal("http://localhost/x")).toMatch(/^target\.url: localhost resolves to (127\.0\.0\.1|::1), which is in a blocked range \(loopback\)$/);
+  });
+
   it("refuses a body that is not JSON (400), not declared JSON (415) or too large (413)", async () => {
     const post = (body: string, type = "application/json") =>
       fetch(`${suite.h.baseUrl}/api/v1/jobs`, { method: "POST", headers: { authorization: `Bearer ${suite.a.apiKey}`, "content-type": type }, body });
@@ -255,12 +265,13 @@ describe("POST /api/v1/jobs/{id}/cancel", () => {
     expect(res.status).toBe(200);
     if (!res.ok) throw new Error("expected success");
     expect(res.body).toMatchObject({ outcome: "cancelled", attemptsStarted: 0, repeated: false });
-    expect(res.body.job).toMatchObject({ status: "cancelled", version: 2 });
+    // The job as GET shows it, its queue named (it was "" before #20's fix).
+    expect(res.body.job).toMatchObject({ status: "cancelled", version: 2, queue: "default" });
     // A repeat (a client that lost the first answer) is answered as one, changing nothing.
     const again = await client.call("cancelJob", { params: { id: created.body.id } });
     expect(again.status).toBe(200);
     if (!again.ok) throw new Error("expected success");
-    expect(again.body).toMatchObject({ outcome: "cancelled", attemptsStarted: 0, repeated: true, job: { status: "cancelled", version: 2 } });
+    expect(again.body).toMatchObject({ outcome: "cancelled", attemptsStarted: 0, repeated: true, job: { status: "cancelled", version: 2, queue: "default" } });
     const audits = await suite.h.prisma.auditLog.findMany({ where: { tenantId: suite.a.id, action: "job.cancelled", targetId: created.body.id } });
     expect(audits.map((a) => a.actorId)).toEqual([suite.a.keyId]);
   });
@@ -315,6 +326,7 @@ describe("POST /api/v1/jobs/{id}/cancel", () => {
     if (!res.ok) throw new Error("expected success");
     expect(res.body).toMatchObject({ outcome: "running", repeated: false });
     expect(res.body.job.status).toBe("running");
+    expect(res.body.job.queue).toBe("default");
     expect(res.body.job.version).toBe(3);
     expect(res.body.job.cancelRequestedAt).not.toBeNull();
     const again = await client.call("cancelJob", { params: { id: created.body.id } });

@@ -82,8 +82,10 @@ describe("DLQ replay API", () => {
       { action: "dlq.replay.cancelled", ...actor },
     ]);
     // The cancelled replay's jobs are dead again and free: another replay takes them.
-    const next = await client.call("createDlqReplay", { body: { filter: {} } });
+    const next = await client.call("createDlqReplay", { body: { filter: { queue: "default" } } });
     expect(next.ok && (next.body as { progress: { total: number } }).progress.total).toBe(4);
+    // The filter as it was asked for, not nested in another "filter" (#20).
+    expect(next.ok && (next.body as { filter: unknown }).filter).toEqual({ queue: "default" });
   });
 
   it("refuses what it cannot do, clearly", async () => {

@@ -12,6 +12,7 @@ describe("schedules API", () => {
     if (!created.ok) throw new Error(JSON.stringify(created.problem));
     expect(created.body).toMatchObject({ name: "nightly", queue: "default", dstGapPolicy: "shift_forward", dstOverlapPolicy: "first", misfirePolicy: "run_latest", paused: false, version: 1 });
     expect(Date.parse(created.body.nextFireAt!)).toBeGreaterThan(Date.now());
+    expect(created.headers.get("location")).toBe(`/api/v1/schedules/${created.body.id}`);
     expect((await client.call("createSchedule", { body: { name: "nightly", cron: "0 3 * * *", timezone: "UTC", job } })).status).toBe(409);
 
     const id = created.body.id;
@@ -25,9 +26,11 @@ describe("schedules API", () => {
     const paused = await client.call("pauseSchedule", { params: { id } });
     if (!paused.ok) throw new Error("pause failed");
     expect(paused.body.paused).toBe(true);
+    expect(paused.body.nextFireAt).toBeNull(); // a paused schedule fires nothing
     const resumed = await client.call("resumeSchedule", { params: { id } });
     if (!resumed.ok) throw new Error("resume failed");
     expect(resumed.body.paused).toBe(false);
+    expect(Date.parse(resumed.body.nextFireAt!)).toBeGreaterThan(Date.now());
     expect((await client.call("deleteSchedule", { params: { id } })).status).toBe(200);
     expect((await client.call("getSchedule", { params: { id } })).status).toBe(404);
 

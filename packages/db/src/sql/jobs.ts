@@ -191,7 +191,7 @@ export async function cancelJobBeforeStart(db: Queryable, tenantId: string, jobI
        UPDATE attempts SET status = 'discarded', finished_at = now(), outcome = 'cancelled'
         WHERE id = (SELECT current_attempt_id FROM cancelled) AND status = 'pending'
      )
-     SELECT * FROM cancelled`,
+     SELECT c.*, (SELECT q.name FROM queues q WHERE q.id = c.queue_id) AS queue_name FROM cancelled c`,
     [tenantId, jobId],
   );
   return rows[0] ?? null;
@@ -208,7 +208,7 @@ export async function requestCancelOfRunningJob(db: Queryable, tenantId: string,
     `UPDATE jobs j SET cancel_requested_at = COALESCE(j.cancel_requested_at, now()), updated_at = now()
        FROM (SELECT id, cancel_requested_at AS prior FROM jobs WHERE tenant_id = $1 AND id = $2 AND status = 'running' FOR UPDATE) p
       WHERE j.id = p.id AND j.status = 'running'
-      RETURNING j.*, p.prior IS NULL AS first_request`,
+      RETURNING j.*, p.prior IS NULL AS first_request, (SELECT q.name FROM queues q WHERE q.id = j.queue_id) AS queue_name`,
     [tenantId, jobId],
   );
   return rows[0] ?? null;

@@ -195,7 +195,9 @@ function ReplayProgress({ progress }: { progress: Replay["progress"] }) {
 
 function errorText(lastError: unknown): string {
   const e = (lastError ?? {}) as { kind?: string; status?: number | null; message?: string };
-  return [e.kind, e.status ? `HTTP ${e.status}` : null].filter(Boolean).join(" · ") || "unknown error";
+  // The HTTP status when there was an answer; otherwise what went wrong (a refused connection, a timeout), #20.
+  const what = e.status ? `HTTP ${e.status}` : e.message && e.message !== e.kind ? e.message : null;
+  return [e.kind, what].filter(Boolean).join(" · ") || "unknown error";
 }
 
 function DeadJobs() {

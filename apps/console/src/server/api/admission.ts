@@ -31,6 +31,8 @@ export interface AdmissionResult {
   remaining: number;
   /** Milliseconds until the refused part could be admitted (0 when all was granted). */
   retryAfterMs: number;
+  /** Milliseconds until the bucket is full again (the RateLimit-Reset of the IETF draft). */
+  resetMs: number;
   limit: number;
   /** False when Redis did not answer in time and the request was let through (fail open). */
   enforced: boolean;
@@ -66,13 +68,15 @@ export function createAdmission({ redis, prefix, timeoutMs, logger }: AdmissionO
           timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
         }),
       ]);
-      return { granted, remaining, retryAfterMs, limit, enforced: true };
+      // Full again once the taken tokens have flowed back at the tenant's rate (#20: Reset was always 0).
+      const resetMs = Math.max(retryAfterMs, Math.ceil(((tenant.admissionBurst - remaining) / tenant.admissionRate) * 1000));
+      return { granted, remaining, retryAfterMs, resetMs, limit, enforced: true };
     } catch (err) {
       if (Date.now() - lastWarning > 10_000) {
         lastWarning = Date.now();
         logger.warn({ err: (err as Error).message, tenantId: tenant.id }, "admission rate limit skipped: redis unavailable (failing open)");
       }
-      return { granted: want, remaining: limit, retryAfterMs: 0, limit, enforced: false };
+      return { granted: want, remaining: limit, retryAfterMs: 0, resetMs: 0, limit, enforced: false };
     } finally {
       clearTimeout(timer);
     }
@@ -87,6 +91,6 @@ export function rateLimitHeaders(result: AdmissionResult): Record<string, string
   return {
     "RateLimit-Limit": String(result.limit),
     "RateLimit-Remaining": String(result.remaining),
-    "RateLimit-Reset": String(Math.ceil(result.retryAfterMs / 1000)),
+    "RateLimit-Reset": String(Math.ceil(result.resetMs / 1000)),
   };
 }

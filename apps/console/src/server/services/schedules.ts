@@ -25,7 +25,8 @@ export function scheduleView(s: ScheduleRecord) {
     misfireThresholdMs: s.misfireThresholdMs,
     paused: s.paused,
     job: s.jobTemplate as Record<string, unknown>,
-    nextFireAt: s.nextFireAt?.toISOString() ?? null,
+    // A paused schedule fires nothing: no next fire time to show (#20). Resumed, it gets one again.
+    nextFireAt: s.paused ? null : (s.nextFireAt?.toISOString() ?? null),
     lastFireAt: s.lastFireAt?.toISOString() ?? null,
     version: s.version,
     createdAt: s.createdAt.toISOString(),

@@ -103,6 +103,11 @@ export function apiKeyView(k: ApiKeyRecord): ApiKey {
   };
 }
 
+function flatFilter(recorded: unknown): Record<string, unknown> {
+  const { filter, jobIds } = (recorded ?? {}) as { filter?: Record<string, unknown>; jobIds?: string[] };
+  return { ...(filter ?? {}), ...(jobIds ? { jobIds } : {}) };
+}
+
 /** A DLQ replay as the API shows it, with its progress. */
 export function replayView(r: sql.ReplayWithProgress, actorName: string): Replay {
   return {
@@ -111,7 +116,8 @@ export function replayView(r: sql.ReplayWithProgress, actorName: string): Replay
     statusReason: r.status_reason,
     actor: r.actor,
     actorName,
-    filter: r.filter,
+    // Stored as the request's selection ({ filter?, jobIds? }); shown flat: the match fields, and jobIds when given.
+    filter: flatFilter(r.filter),
     ratePerSecond: r.rate_per_second,
     failureThreshold: r.failure_threshold,
     failureWindow: r.failure_window,

@@ -9,7 +9,7 @@ export const GET = apiRoute("listSchedules", async ({ principal, query }) => ({
   body: await listSchedules(getServiceDeps(), principal.tenant.id, query.limit, query.cursor),
 }));
 
-export const POST = apiRoute("createSchedule", async ({ principal, body }) => ({
-  status: 201,
-  body: await createSchedule(getServiceDeps(), principal, body),
-}));
+export const POST = apiRoute("createSchedule", async ({ principal, body }) => {
+  const schedule = await createSchedule(getServiceDeps(), principal, body);
+  return { status: 201, body: schedule, headers: { Location: `/api/v1/schedules/${schedule.id}` } };
+});
