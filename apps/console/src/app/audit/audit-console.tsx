@@ -2,7 +2,7 @@
 
 import { useInfiniteQuery } from "@tanstack/react-query";
 import { useState } from "react";
-import { buttonClass, consoleApi, formatTime, ok, QueryState } from "@/components/ui";
+import { consoleApi, formatTime, ok, QueryState, LoadMore } from "@/components/ui";
 
 const ACTOR_TYPES = [
   { value: "", label: "Anyone" },
@@ -105,11 +105,7 @@ export function AuditConsole() {
             </li>
           ))}
         </ol>
-        {log.hasNextPage ? (
-          <button type="button" className={`${buttonClass} mt-4`} disabled={log.isFetchingNextPage} onClick={() => void log.fetchNextPage()}>
-            {log.isFetchingNextPage ? "Loading…" : "Load more"}
-          </button>
-        ) : null}
+        <LoadMore query={log} />
       </QueryState>
     </section>
   );

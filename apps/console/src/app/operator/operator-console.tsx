@@ -3,7 +3,7 @@
 import { useInfiniteQuery, useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import type { OperatorTenant } from "@tick/contract";
-import { ApiProblem, buttonClass, consoleApi, formatTime, ok, primaryButtonClass, QueryState } from "@/components/ui";
+import { ApiProblem, buttonClass, consoleApi, formatTime, ok, primaryButtonClass, QueryState, LoadMore } from "@/components/ui";
 
 const LIMITS = [
   { key: "weight", label: "Weight", step: "1" },
@@ -39,11 +39,7 @@ export function OperatorConsole() {
         <ul className="divide-y divide-slate-100" data-testid="tenant-list">
           {rows.map((t) => <TenantRow key={t.id} tenant={t} />)}
         </ul>
-        {tenants.hasNextPage ? (
-          <button type="button" className={`${buttonClass} mt-4`} disabled={tenants.isFetchingNextPage} onClick={() => void tenants.fetchNextPage()}>
-            {tenants.isFetchingNextPage ? "Loading…" : "Load more"}
-          </button>
-        ) : null}
+        <LoadMore query={tenants} />
       </QueryState>
     </section>
   );

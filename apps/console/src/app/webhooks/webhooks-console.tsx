@@ -3,7 +3,7 @@
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { WEBHOOK_EVENTS, type WebhookDelivery, type WebhookEndpoint } from "@tick/contract";
-import { ApiProblem, buttonClass, consoleApi, formatTime, inputClass, ok, primaryButtonClass, QueryState } from "@/components/ui";
+import { ApiProblem, buttonClass, consoleApi, formatTime, inputClass, ok, primaryButtonClass, QueryState, LoadMore } from "@/components/ui";
 
 const STATUS_CLASS: Record<WebhookDelivery["status"], string> = {
   delivered: "bg-emerald-100 text-emerald-800",
@@ -260,9 +260,7 @@ function Deliveries({ endpoints, endpointFilter, setEndpointFilter, canWrite }: 
             </li>
           ))}
         </ul>
-        {log.hasNextPage ? (
-          <button type="button" className={`${buttonClass} mt-4`} disabled={log.isFetchingNextPage} onClick={() => void log.fetchNextPage()}>{log.isFetchingNextPage ? "Loading…" : "Load more"}</button>
-        ) : null}
+        <LoadMore query={log} />
       </QueryState>
     </section>
   );
