@@ -160,18 +160,24 @@ export interface EndpointRow {
   failed_24h: number;
 }
 
-const ENDPOINT_COLUMNS = `e.id, e.url, e.description, e.events, e.enabled, e.created_at, e.updated_at,
-       (SELECT count(*) FILTER (WHERE d.status = 'delivered')::int FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.created_at > now() - interval '24 hours') AS delivered_24h,
-       (SELECT count(*) FILTER (WHERE d.status = 'pending')::int FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.created_at > now() - interval '24 hours') AS pending_24h,
-       (SELECT count(*) FILTER (WHERE d.status = 'failed')::int FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.created_at > now() - interval '24 hours') AS failed_24h`;
+// The last day's deliveries of each endpoint, by outcome, counted in one pass over them.
+const ENDPOINTS_WITH_COUNTS = `SELECT e.id, e.url, e.description, e.events, e.enabled, e.created_at, e.updated_at,
+       c.delivered_24h, c.pending_24h, c.failed_24h
+  FROM webhook_endpoints e
+  CROSS JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE d.status = 'delivered')::int AS delivered_24h,
+           count(*) FILTER (WHERE d.status = 'pending')::int AS pending_24h,
+           count(*) FILTER (WHERE d.status = 'failed')::int AS failed_24h
+      FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.created_at > now() - interval '24 hours'
+  ) c`;
 
 export async function listEndpoints(db: Queryable, tenantId: string): Promise<EndpointRow[]> {
-  const { rows } = await db.query<EndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints e WHERE e.tenant_id = $1 ORDER BY e.created_at, e.id`, [tenantId]);
+  const { rows } = await db.query<EndpointRow>(`${ENDPOINTS_WITH_COUNTS} WHERE e.tenant_id = $1 ORDER BY e.created_at, e.id`, [tenantId]);
   return rows;
 }
 
 export async function findEndpoint(db: Queryable, tenantId: string, id: string): Promise<EndpointRow | null> {
-  const { rows } = await db.query<EndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints e WHERE e.tenant_id = $1 AND e.id = $2`, [tenantId, id]);
+  const { rows } = await db.query<EndpointRow>(`${ENDPOINTS_WITH_COUNTS} WHERE e.tenant_id = $1 AND e.id = $2`, [tenantId, id]);
   return rows[0] ?? null;
 }
 

@@ -53,33 +53,47 @@ export interface AdmissionOptions {
  * creating transaction, still holds. Rejecting all traffic because a rebuildable cache is down would
  * turn a Redis blip into an outage of the API.
  */
-export function createAdmission({ redis, prefix, timeoutMs, logger }: AdmissionOptions) {
-  const r = redis as RedisWithTake;
-  if (typeof r.tickTakeTokens !== "function") r.defineCommand("tickTakeTokens", { numberOfKeys: 1, lua: TAKE_TOKENS });
+/**
+ * A Redis call that fails open: its answer, or null when Redis did not answer within `timeoutMs` (the
+ * caller lets the request through). Logged at most every 10 s, so an outage does not flood the log.
+ * Shared by admission and the sign-up/sign-in limits (auth-limits.ts).
+ */
+export function failOpenRedis(logger: Logger, timeoutMs: number, what: string) {
   let lastWarning = 0;
-
-  return async function admit(tenant: { id: string; admissionRate: number; admissionBurst: number }, want: number): Promise<AdmissionResult> {
-    const limit = tenant.admissionBurst;
+  return async <T>(call: Promise<T>, context: Record<string, unknown> = {}): Promise<T | null> => {
     let timer: NodeJS.Timeout | undefined;
     try {
-      const [granted, remaining, retryAfterMs] = await Promise.race([
-        r.tickTakeTokens(`${prefix}:admission:${tenant.id}`, tenant.admissionRate, tenant.admissionBurst, want),
+      return await Promise.race([
+        call,
         new Promise<never>((_, reject) => {
           timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
         }),
       ]);
-      // Full again once the taken tokens have flowed back at the tenant's rate (#20: Reset was always 0).
-      const resetMs = Math.max(retryAfterMs, Math.ceil(((tenant.admissionBurst - remaining) / tenant.admissionRate) * 1000));
-      return { granted, remaining, retryAfterMs, resetMs, limit, enforced: true };
     } catch (err) {
       if (Date.now() - lastWarning > 10_000) {
         lastWarning = Date.now();
-        logger.warn({ err: (err as Error).message, tenantId: tenant.id }, "admission rate limit skipped: redis unavailable (failing open)");
+        logger.warn({ err: (err as Error).message, ...context }, `${what} skipped: redis unavailable (failing open)`);
       }
-      return { granted: want, remaining: limit, retryAfterMs: 0, resetMs: 0, limit, enforced: false };
+      return null;
     } finally {
       clearTimeout(timer);
     }
+  };
+}
+
+export function createAdmission({ redis, prefix, timeoutMs, logger }: AdmissionOptions) {
+  const r = redis as RedisWithTake;
+  if (typeof r.tickTakeTokens !== "function") r.defineCommand("tickTakeTokens", { numberOfKeys: 1, lua: TAKE_TOKENS });
+  const ask = failOpenRedis(logger, timeoutMs, "admission rate limit");
+
+  return async function admit(tenant: { id: string; admissionRate: number; admissionBurst: number }, want: number): Promise<AdmissionResult> {
+    const limit = tenant.admissionBurst;
+    const answer = await ask(r.tickTakeTokens(`${prefix}:admission:${tenant.id}`, tenant.admissionRate, tenant.admissionBurst, want), { tenantId: tenant.id });
+    if (!answer) return { granted: want, remaining: limit, retryAfterMs: 0, resetMs: 0, limit, enforced: false };
+    const [granted, remaining, retryAfterMs] = answer;
+    // Full again once the taken tokens have flowed back at the tenant's rate (#20: Reset was always 0).
+    const resetMs = Math.max(retryAfterMs, Math.ceil(((tenant.admissionBurst - remaining) / tenant.admissionRate) * 1000));
+    return { granted, remaining, retryAfterMs, resetMs, limit, enforced: true };
   };
 }
 

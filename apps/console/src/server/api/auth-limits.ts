@@ -2,6 +2,7 @@ import type { Redis } from "ioredis";
 import { createHash } from "node:crypto";
 import { AppError } from "@tick/core";
 import type { Logger } from "@tick/runtime";
+import { failOpenRedis } from "./admission";
 
 // A fixed window per key: INCR, and the window's expiry set by the first hit. One script so the count and
 // its expiry cannot part (a crash between INCR and PEXPIRE would leave a counter that never resets).
@@ -44,29 +45,9 @@ export function createAuthLimits(options: { redis: Redis; prefix: string; policy
   const { redis, prefix, policy, logger } = options;
   const r = redis as RedisWithHit;
   if (typeof r.tickAuthHit !== "function") r.defineCommand("tickAuthHit", { numberOfKeys: 1, lua: HIT });
-  const timeoutMs = options.timeoutMs ?? 500;
-  let lastWarning = 0;
+  const ask = failOpenRedis(logger, options.timeoutMs ?? 500, "sign-up/sign-in rate limit");
   const digest = (s: string) => createHash("sha256").update(s).digest("base64url").slice(0, 22);
-
-  const hit = async (key: string, by: number): Promise<[number, number] | null> => {
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      return await Promise.race([
-        r.tickAuthHit(`${prefix}:authlimit:${key}`, policy.windowMs, by),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-        }),
-      ]);
-    } catch (err) {
-      if (Date.now() - lastWarning > 10_000) {
-        lastWarning = Date.now();
-        logger.warn({ err: (err as Error).message }, "sign-up/sign-in rate limit skipped: redis unavailable (failing open)");
-      }
-      return null;
-    } finally {
-      clearTimeout(timer);
-    }
-  };
+  const hit = (key: string, by: number): Promise<[number, number] | null> => ask(r.tickAuthHit(`${prefix}:authlimit:${key}`, policy.windowMs, by));
   const refuse = (what: string, ttlMs: number) =>
     new AppError("rate_limited", `Too many ${what}. Try again in ${Math.ceil(ttlMs / 1000)} s.`, { retryAfterSeconds: Math.max(1, Math.ceil(ttlMs / 1000)) });
   const label = (action: "signup" | "signin") => (action === "signup" ? "sign-ups" : "sign-in attempts");

@@ -57,10 +57,11 @@ let mailer: InvitationMailer | undefined;
 /** What the member services (invitations, roles, removal) need. */
 export function getMemberDeps(): MemberDeps {
   const env = getEnv();
-  const { prisma, logger } = getContext();
+  const { prisma, pool, logger } = getContext();
   mailer ??= env.SMTP_URL ? createInvitationMailer(env.SMTP_URL, env.SMTP_FROM) : null;
   return {
     prisma,
+    pool,
     limits: getAuthLimits(),
     signUpMode: env.TICK_SIGNUP,
     publicUrl: env.NEXTAUTH_URL,

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { AppError } from "@tick/core";
 import type { z } from "zod";
 import { hasScope, type acceptInvitationSchema, type ConsoleRole, type createInvitationSchema, type Invitation, type Member } from "@tick/contract";
-import { hashPassword, prismaTransaction, sql, verifyPassword, type PrismaClient } from "@tick/db";
+import { hashPassword, prismaTransaction, sql, verifyPassword, type PrismaClient, type Queryable } from "@tick/db";
 import { auditActor, type ApiPrincipal } from "../api/authenticate";
 import type { AuthLimits } from "../api/auth-limits";
 import { writeAudit } from "./audit";
@@ -13,6 +13,7 @@ export type InvitationMailer = ((message: { to: string; tenantName: string; role
 
 export interface MemberDeps {
   prisma: PrismaClient;
+  pool: Queryable;
   limits: AuthLimits;
   signUpMode: SignUpMode;
   /** The console's public URL (NEXTAUTH_URL): invitation links point there. */
@@ -64,14 +65,14 @@ async function actorIsOwner(prisma: PrismaClient | Parameters<Parameters<typeof 
   return m?.role === "owner";
 }
 
-/** Who invited, by name: a person's email, or an API key's name and prefix (invitations made over REST). */
-async function emailsOf(prisma: PrismaClient, ids: string[]): Promise<Map<string, string>> {
+/**
+ * Who invited, by name: a person's email, or an API key's name and prefix (invitations made over REST).
+ * The same lookup as the audit log's actor names (sql.actorNameRows), keys looked up in this tenant only.
+ */
+async function emailsOf(deps: Pick<MemberDeps, "pool">, tenantId: string, ids: string[]): Promise<Map<string, string>> {
   const unique = [...new Set(ids)];
-  const [users, keys] = await Promise.all([
-    prisma.user.findMany({ where: { id: { in: unique } }, select: { id: true, email: true } }),
-    prisma.apiKey.findMany({ where: { id: { in: unique } }, select: { id: true, name: true, prefix: true } }),
-  ]);
-  return new Map([...users.map((u) => [u.id, u.email] as const), ...keys.map((k) => [k.id, `API key ${k.name} (${k.prefix})`] as const)]);
+  const rows = await sql.actorNameRows(deps.pool, { userIds: unique, keyIds: unique, tenantId });
+  return new Map(rows.map((r) => [r.id, r.kind === "api_key" ? `API key ${r.name}` : r.name]));
 }
 
 export async function listMembers(deps: MemberDeps, tenantId: string) {
@@ -79,7 +80,7 @@ export async function listMembers(deps: MemberDeps, tenantId: string) {
     deps.prisma.membership.findMany({ where: { tenantId }, include: { user: true }, orderBy: { createdAt: "asc" } }),
     deps.prisma.invitation.findMany({ where: { tenantId }, orderBy: { createdAt: "desc" }, take: 200 }),
   ]);
-  const inviters = await emailsOf(deps.prisma, invitations.map((i) => i.invitedBy));
+  const inviters = await emailsOf(deps, tenantId, invitations.map((i) => i.invitedBy));
   return { data: members.map(memberView), invitations: invitations.map((i) => invitationView(i, inviters.get(i.invitedBy) ?? "a former member")) };
 }
 
@@ -110,7 +111,7 @@ export async function inviteMember(deps: MemberDeps, principal: ApiPrincipal, in
     return { row, tenantName: tenant.name };
   });
   const acceptUrl = `${deps.publicUrl.replace(/\/$/, "")}/invite#token=${token}`;
-  const inviter = (await emailsOf(deps.prisma, [principal.actor.id])).get(principal.actor.id) ?? "a member";
+  const inviter = (await emailsOf(deps, principal.tenant.id, [principal.actor.id])).get(principal.actor.id) ?? "a member";
   let emailed = false;
   if (deps.mailer) {
     try {
@@ -133,7 +134,7 @@ export async function revokeInvitation(deps: MemberDeps, principal: ApiPrincipal
       current = await tx.invitation.update({ where: { id }, data: { revokedAt: new Date() } });
       await writeAudit(tx, { ...auditActor(principal), action: "invitation.revoked", targetType: "invitation", targetId: id, details: { email: row.email } });
     }
-    return invitationView(current, (await emailsOf(deps.prisma, [row.invitedBy])).get(row.invitedBy) ?? "a former member");
+    return invitationView(current, (await emailsOf(deps, principal.tenant.id, [row.invitedBy])).get(row.invitedBy) ?? "a former member");
   });
 }
 
