@@ -235,6 +235,25 @@ describe("reading jobs", () => {
     expect((await client.call("listJobs", { query: { cursor: "garbage" } })).status).toBe(422);
   });
 
+  it("finds a job by its idempotency key and lists the jobs of one dependency (#20)", async () => {
+    const tenant = await suite.h.createTenant();
+    const client = suite.h.client(tenant.apiKey);
+    const keyed = await client.call("createJob", { body: jobBody(), idempotencyKey: "order-42" });
+    const named = await client.call("createJob", { body: jobBody({ dependencyKey: "payments-api" }) });
+    const plain = await client.call("createJob", { body: jobBody() });
+    if (!keyed.ok || !named.ok || !plain.ok) throw new Error("create failed");
+    const byKey = await client.call("listJobs", { query: { idempotencyKey: "order-42" } });
+    if (!byKey.ok) throw new Error("list failed");
+    expect(byKey.body.data.map((j) => j.id)).toEqual([keyed.body.id]);
+    const byDependency = await client.call("listJobs", { query: { dependency: "payments-api" } });
+    if (!byDependency.ok) throw new Error("list failed");
+    expect(byDependency.body.data.map((j) => j.id)).toEqual([named.body.id]);
+    // Another tenant's key never matches.
+    const other = await suite.h.createTenant();
+    const foreign = await suite.h.client(other.apiKey).call("listJobs", { query: { idempotencyKey: "order-42" } });
+    expect(foreign.ok && foreign.body.data).toEqual([]);
+  });
+
   it("never shows or cancels another tenant's job (404, same as a missing one)", async () => {
     const created = await suite.h.client(suite.a.apiKey).call("createJob", { body: jobBody() });
     if (!created.ok) throw new Error("create failed");

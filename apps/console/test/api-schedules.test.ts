@@ -12,6 +12,7 @@ describe("schedules API", () => {
     if (!created.ok) throw new Error(JSON.stringify(created.problem));
     expect(created.body).toMatchObject({ name: "nightly", queue: "default", dstGapPolicy: "shift_forward", dstOverlapPolicy: "first", misfirePolicy: "run_latest", paused: false, version: 1 });
     expect(Date.parse(created.body.nextFireAt!)).toBeGreaterThan(Date.now());
+    expect(created.body.lastFireAt).toBeNull(); // it has never fired (#20)
     expect(created.headers.get("location")).toBe(`/api/v1/schedules/${created.body.id}`);
     expect((await client.call("createSchedule", { body: { name: "nightly", cron: "0 3 * * *", timezone: "UTC", job } })).status).toBe(409);
 
@@ -57,15 +58,15 @@ describe("schedules API", () => {
     });
     if (!unsaved.ok) throw new Error(JSON.stringify(unsaved.problem));
     expect(unsaved.body.occurrences).toEqual([
-      { at: "2026-10-25T00:30:00.000Z", local: "2026-10-25T02:30:00", offset: "+02:00", dst: "overlap_first" },
-      { at: "2026-10-25T01:30:00.000Z", local: "2026-10-25T02:30:00", offset: "+01:00", dst: "overlap_last" },
-      { at: "2026-10-26T01:30:00.000Z", local: "2026-10-26T02:30:00", offset: "+01:00" },
+      { at: "2026-10-25T00:30:00.000Z", local: "2026-10-25T02:30:00", nominal: "2026-10-25T02:30:00", offset: "+02:00", dst: "overlap_first" },
+      { at: "2026-10-25T01:30:00.000Z", local: "2026-10-25T02:30:00", nominal: "2026-10-25T02:30:00", offset: "+01:00", dst: "overlap_last" },
+      { at: "2026-10-26T01:30:00.000Z", local: "2026-10-26T02:30:00", nominal: "2026-10-26T02:30:00", offset: "+01:00" },
     ]);
     const saved = await client.call("createSchedule", { body: { name: "spring", cron: "30 2 * * *", timezone: "Europe/Paris", job } });
     if (!saved.ok) throw new Error("create failed");
     const preview = await client.call("previewSchedule", { params: { id: saved.body.id }, query: { count: 1, after: "2026-03-28T12:00:00Z" } });
     if (!preview.ok) throw new Error("preview failed");
-    expect(preview.body.occurrences).toEqual([{ at: "2026-03-29T01:00:00.000Z", local: "2026-03-29T02:30:00", offset: "+02:00", dst: "gap_shifted" }]);
+    expect(preview.body.occurrences).toEqual([{ at: "2026-03-29T01:00:00.000Z", local: "2026-03-29T03:00:00", nominal: "2026-03-29T02:30:00", offset: "+02:00", dst: "gap_shifted" }]);
   });
 
   it("hides other tenants' schedules", async () => {

@@ -71,6 +71,14 @@ describe("schedule materialisation", () => {
     const next = await w.pool.query<{ next_fire_at: Date }>(`SELECT DISTINCT next_fire_at FROM schedules`);
     expect(next.rows.map((r) => r.next_fire_at.getTime())).toEqual([rows[0]!.top.getTime() + 3_600_000]);
     expect(await s.materializeOnce()).toBe(0);
+
+    // The last occurrence that became a job (the API's lastFireAt), never the materialiser's cursor: the skip
+    // schedule made none; the others made the top of this hour.
+    const last = await w.pool.query<{ id: string; last_occurrence_at: Date | null }>(`SELECT id, last_occurrence_at FROM schedules`);
+    const lastOf = new Map(last.rows.map((r) => [r.id, r.last_occurrence_at?.getTime() ?? null]));
+    expect(lastOf.get(skip)).toBeNull();
+    expect(lastOf.get(latest)).toBe(rows[0]!.top.getTime());
+    expect(lastOf.get(catchUp)).toBe(rows[0]!.top.getTime());
   });
 
   it("the same occurrence is never created twice, even when materialised again from an old position", async () => {

@@ -134,6 +134,8 @@ export const listJobsQuerySchema = z.object({
     .meta({ description: "Comma-separated statuses" }),
   queue: z.string().max(63).optional(),
   scheduleId: uuid.optional(),
+  idempotencyKey: z.string().max(255).optional().meta({ description: "Only the job created with this idempotency key" }),
+  dependency: z.string().max(200).optional().meta({ description: "Only jobs of this dependency (their circuit-breaker key: the target host unless the job named one)" }),
   createdAfter: timestamp.optional(),
   createdBefore: timestamp.optional(),
   ...pageQuery,

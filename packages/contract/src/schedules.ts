@@ -72,7 +72,7 @@ export const scheduleSchema = z
     paused: z.boolean(),
     job: z.record(z.string(), z.unknown()),
     nextFireAt: nullableTimestamp,
-    lastFireAt: nullableTimestamp,
+    lastFireAt: nullableTimestamp.meta({ description: "The latest occurrence that became a job; null until one has" }),
     version: z.number().int(),
     createdAt: timestamp,
     updatedAt: timestamp,
@@ -84,7 +84,8 @@ export const schedulePageSchema = page(scheduleSchema).meta({ id: "SchedulePage"
 export const occurrenceSchema = z
   .object({
     at: timestamp.meta({ description: "The UTC instant it fires" }),
-    local: z.string().meta({ description: "Nominal local wall time the cron matched" }),
+    local: z.string().meta({ description: "Local wall time when it fires (with `offset` it gives `at`)" }),
+    nominal: z.string().meta({ description: "Local wall time the cron matched; differs from `local` only where the DST gap policy shifted it" }),
     offset: z.string().meta({ description: "UTC offset at that instant, e.g. +02:00" }),
     dst: z.enum(["gap_shifted", "overlap_first", "overlap_last"]).optional().meta({ description: "Present where the DST policy changed the result" }),
   })

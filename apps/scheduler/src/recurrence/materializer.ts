@@ -75,7 +75,8 @@ export class Materializer {
             const first = due.get(s.tenant_id);
             if (first === undefined || r.occurrence.at.getTime() < first) due.set(s.tenant_id, r.occurrence.at.getTime());
           }
-          advances.push({ id: s.id, version: s.version, nextFireAt: plan.nextFireAt, lastFireAt: plan.through });
+          const lastOccurrenceAt = plan.runs.reduce<Date | null>((latest, r) => (latest && latest >= r.occurrence.at ? latest : r.occurrence.at), null);
+          advances.push({ id: s.id, version: s.version, nextFireAt: plan.nextFireAt, lastFireAt: plan.through, lastOccurrenceAt });
           if (plan.missed) {
             this.metrics.misfires.inc({ policy: s.misfire_policy }, plan.missed);
             this.logger.warn({ scheduleId: s.id, tenantId: s.tenant_id, missed: plan.missed, dropped: plan.dropped, policy: s.misfire_policy }, "schedule missed occurrences (downtime); misfire policy applied");

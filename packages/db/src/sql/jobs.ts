@@ -220,6 +220,10 @@ export interface ListJobsFilter {
   scheduleId?: string;
   createdAfter?: string;
   createdBefore?: string;
+  /** Exactly this idempotency key (the caller's, or an occurrence's). */
+  idempotencyKey?: string;
+  /** Exactly this dependency (circuit-breaker key: the target host unless the job named one). */
+  dependency?: string;
   /** Keyset cursor: rows strictly older than (createdAt, id). */
   before?: { at: string; id: string };
   limit: number;
@@ -239,6 +243,8 @@ export async function listJobs(db: Queryable, tenantId: string, f: ListJobsFilte
         AND ($5::timestamptz IS NULL OR j.created_at > $5)
         AND ($6::timestamptz IS NULL OR j.created_at < $6)
         AND ($7::timestamptz IS NULL OR (j.created_at, j.id) < ($7, $8::uuid))
+        AND ($10::text IS NULL OR j.idempotency_key = $10)
+        AND ($11::text IS NULL OR j.dependency_key = $11)
       ORDER BY j.created_at DESC, j.id DESC
       LIMIT $9`,
     [
@@ -251,6 +257,8 @@ export async function listJobs(db: Queryable, tenantId: string, f: ListJobsFilte
       f.before?.at ?? null,
       f.before?.id ?? null,
       f.limit,
+      f.idempotencyKey ?? null,
+      f.dependency ?? null,
     ],
   );
   return rows;

@@ -27,7 +27,8 @@ export function scheduleView(s: ScheduleRecord) {
     job: s.jobTemplate as Record<string, unknown>,
     // A paused schedule fires nothing: no next fire time to show (#20). Resumed, it gets one again.
     nextFireAt: s.paused ? null : (s.nextFireAt?.toISOString() ?? null),
-    lastFireAt: s.lastFireAt?.toISOString() ?? null,
+    // The latest occurrence that became a job; never the materialiser's cursor (a new schedule has none, #20).
+    lastFireAt: s.lastOccurrenceAt?.toISOString() ?? null,
     version: s.version,
     createdAt: s.createdAt.toISOString(),
     updatedAt: s.updatedAt.toISOString(),
@@ -36,7 +37,20 @@ export function scheduleView(s: ScheduleRecord) {
 
 const offset = (minutes: number) => `${minutes < 0 ? "-" : "+"}${String(Math.floor(Math.abs(minutes) / 60)).padStart(2, "0")}:${String(Math.abs(minutes) % 60).padStart(2, "0")}`;
 
-export const occurrenceView = (o: Occurrence) => ({ at: o.at.toISOString(), local: o.nominal, offset: offset(o.offsetMinutes), ...(o.dst ? { dst: o.dst } : {}) });
+/** The local wall time at an instant, at a UTC offset: "2026-03-29T03:00:00". */
+const wallTime = (at: Date, offsetMinutes: number) => new Date(at.getTime() + offsetMinutes * 60_000).toISOString().slice(0, 19);
+
+/**
+ * `local` with `offset` gives `at` (the wall clock when it fires); `nominal` is the local time the rule
+ * matched, which differs only where the DST policy moved the occurrence (a gap shifted forward, #20).
+ */
+export const occurrenceView = (o: Occurrence) => ({
+  at: o.at.toISOString(),
+  local: wallTime(o.at, o.offsetMinutes),
+  nominal: o.nominal,
+  offset: offset(o.offsetMinutes),
+  ...(o.dst ? { dst: o.dst } : {}),
+});
 
 function checkRule(rule: Pick<RecurrenceRule, "cron" | "timezone">): void {
   const problems = validateRule(rule);

@@ -34,6 +34,8 @@ export const GET = apiRoute("listJobs", async ({ principal, query }) => {
         statuses: query.status,
         queue: query.queue,
         scheduleId: query.scheduleId,
+        idempotencyKey: query.idempotencyKey,
+        dependency: query.dependency,
         createdAfter: query.createdAfter,
         createdBefore: query.createdBefore,
         ...window,
