@@ -68,13 +68,28 @@ export interface ClaimChunks {
 }
 
 /**
- * Claims up to `limit` of one tenant's due jobs, highest priority first, skipping paused queues and
- * respecting each queue's concurrency: scheduled → dispatched (version + 1) and a new pending attempt with
- * a new attempt ID, the next fencing token and the chunk message that will carry it, all in this one
- * statement. The pending attempt is the durable dispatch record (no outbox row, #18): the dispatcher
- * publishes it after the commit, and the reaper re-publishes one whose message never reached a worker.
- * Rows come back in claim order (priority, then due time). Jobs past their expiry deadline are left for
- * the expiry sweep. SKIP LOCKED lets claims run in parallel.
+ * Claims up to `limit` of one tenant's due jobs, highest priority first, skipping paused queues and paused
+ * dependencies and respecting each queue's concurrency and rate: scheduled → dispatched (version + 1) and a
+ * new pending attempt with a new attempt ID, the next fencing token and the chunk message that will carry
+ * it, all in this one statement. The pending attempt is the durable dispatch record (no outbox row, #18): the
+ * dispatcher publishes it after the commit, and the reaper re-publishes one whose message never reached a
+ * worker. Rows come back in claim order (priority, then due time). Jobs past their expiry deadline are left
+ * for the expiry sweep. SKIP LOCKED lets claims run in parallel. A queue with less room than the claim's limit
+ * (rate or concurrency) is read apart, at most its room, so its backlog never crowds the tenant's other
+ * queues out of the claim.
+ *
+ * A queue's `rate_per_second` (#20) holds in every one-second window of the database clock, across shards
+ * and scheduler processes. The window is the second of the transaction's `now()`, which is also the
+ * attempts' `dispatched_at`. Window `s` (epoch seconds) may take floor(r·(s+1)) − floor(r·s) claims: exactly
+ * r per second for a whole rate, and for a fractional one the allowance carried from second to second, so
+ * 0.5/s is one claim every other second and 2.5/s alternates 2 and 3; any k consecutive seconds take at most
+ * ceil(r·k). The count lives on the queue row (`rate_window_start`, `rate_window_count`), read under a row
+ * lock and advanced by this statement by what it claimed. Only rate-limited queues are locked, and with
+ * SKIP LOCKED: a claim that finds one locked by another claim takes nothing from it this time (waiting could
+ * deadlock two rounds that lock two tenants' queues in opposite orders), so every claim that counts sees
+ * the others' counts. The window only moves forward: a claim whose `now()` falls in an earlier second than
+ * the stored window takes nothing from that queue (its attempts would be stamped into a second whose
+ * count is gone), and never moves the window back.
  */
 export async function claimDueJobs(
   db: Queryable,
@@ -83,24 +98,60 @@ export async function claimDueJobs(
   if (args.limit <= 0) return [];
   const chunks = args.chunks ?? { ids: [], size: 1, offset: 0 };
   const claim = JOB_STATUS_WRITES.claimDueJobs;
+  const concurrencyRoom = (q: string) =>
+    `CASE WHEN ${q}.concurrency IS NULL THEN 2147483647
+          ELSE ${q}.concurrency - (SELECT count(*) FROM jobs f
+                                    WHERE f.tenant_id = $2 AND f.queue_id = ${q}.id AND f.status IN ('dispatched', 'running'))
+     END`;
+  // A due job of this tenant and shard that may go now: not expired, its dependency neither open (breaker)
+  // nor paused by the tenant; such jobs wait, scheduled, without burning attempts.
+  const due = `j.shard = $1 AND j.tenant_id = $2 AND ${statusIn("j.status", claim.from)} AND j.due_at <= now()
+            AND (j.expires_at IS NULL OR j.expires_at > now())
+            AND (j.dependency_key IS NULL OR j.dependency_key <> ALL($5::text[]))
+            AND NOT EXISTS (SELECT 1 FROM dependency_pauses dp WHERE dp.tenant_id = $2 AND dp.dependency_key = j.dependency_key)`;
   const { rows } = await db.query<ClaimedJob>(
-    `WITH room AS (
+    `WITH win AS (
+       SELECT date_trunc('second', now()) AS start, extract(epoch FROM date_trunc('second', now()))::numeric AS s
+     ), rated AS (
+       SELECT q.id, q.concurrency, q.rate_per_second::numeric AS r, q.rate_window_start, q.rate_window_count
+         FROM queues q WHERE q.tenant_id = $2 AND NOT q.paused AND q.rate_per_second IS NOT NULL
+        ORDER BY q.id
+        FOR UPDATE SKIP LOCKED
+     ), rated_room AS (
        SELECT q.id AS queue_id,
-              CASE WHEN q.concurrency IS NULL THEN 2147483647
-                   ELSE q.concurrency - (SELECT count(*) FROM jobs f
-                                          WHERE f.tenant_id = $2 AND f.queue_id = q.id AND f.status IN ('dispatched', 'running'))
+              CASE WHEN q.rate_window_start = win.start THEN q.rate_window_count ELSE 0 END AS used,
+              CASE WHEN q.rate_window_start > win.start THEN 0
+                   ELSE least(${concurrencyRoom("q")},
+                              floor(q.r * (win.s + 1)) - floor(q.r * win.s)
+                                - CASE WHEN q.rate_window_start = win.start THEN q.rate_window_count ELSE 0 END)
               END AS room
-         FROM queues q WHERE q.tenant_id = $2 AND NOT q.paused
-     ), candidates AS (
+         FROM rated q, win
+     ), room AS (
+       SELECT q.id AS queue_id, ${concurrencyRoom("q")} AS room
+         FROM queues q WHERE q.tenant_id = $2 AND NOT q.paused AND q.rate_per_second IS NULL
+       UNION ALL
+       SELECT queue_id, room FROM rated_room
+     ), capped AS (
+       -- Queues whose room (rate or concurrency) is below the claim's limit give at most their room each, so
+       -- the backlog of a capped queue cannot fill the claim and starve the tenant's other queues.
+       SELECT c.* FROM room r CROSS JOIN LATERAL (
+         SELECT j.id, j.queue_id, j.priority, j.due_at FROM jobs j
+          WHERE ${due} AND j.queue_id = r.queue_id
+          ORDER BY j.priority DESC, j.due_at
+          LIMIT r.room::bigint
+          FOR UPDATE OF j SKIP LOCKED
+       ) c
+        WHERE r.room > 0 AND r.room < $3
+     ), uncapped AS (
        SELECT j.id, j.queue_id, j.priority, j.due_at FROM jobs j
-        WHERE j.shard = $1 AND j.tenant_id = $2 AND ${statusIn("j.status", claim.from)} AND j.due_at <= now()
-          AND (j.expires_at IS NULL OR j.expires_at > now())
-          AND j.queue_id IN (SELECT queue_id FROM room WHERE room > 0)
-          -- Dependencies whose circuit breaker is open are held here: their jobs wait without burning attempts.
-          AND (j.dependency_key IS NULL OR j.dependency_key <> ALL($5::text[]))
+        WHERE ${due} AND j.queue_id IN (SELECT queue_id FROM room WHERE room >= $3)
         ORDER BY j.priority DESC, j.due_at
         LIMIT $3
         FOR UPDATE OF j SKIP LOCKED
+     ), candidates AS (
+       SELECT * FROM capped UNION ALL SELECT * FROM uncapped
+        ORDER BY priority DESC, due_at
+        LIMIT $3
      ), picked AS (
        SELECT c.id FROM (
          SELECT c.*, row_number() OVER (PARTITION BY c.queue_id ORDER BY c.priority DESC, c.due_at) AS rn FROM candidates c
@@ -113,6 +164,12 @@ export async function claimDueJobs(
          FROM picked p WHERE j.id = p.id AND ${statusIn("j.status", claim.from)}
         RETURNING j.id, j.tenant_id, j.queue_id, j.version, j.fencing_token, j.current_attempt_id AS attempt_id, j.priority, j.due_at,
                   j.dependency_key, j.attempt_count
+     ), counted AS (
+       -- The rate-limited queues' windows advance by what this statement claimed from each.
+       UPDATE queues q SET rate_window_start = win.start, rate_window_count = rr.used + n.claimed
+         FROM (SELECT queue_id, count(*)::int AS claimed FROM claimed GROUP BY queue_id) n
+         JOIN rated_room rr ON rr.queue_id = n.queue_id, win
+        WHERE q.id = n.queue_id
      ), ordered AS (
        SELECT c.*, row_number() OVER (ORDER BY c.priority DESC, c.due_at, c.id) AS rn FROM claimed c
      ), numbered AS (
