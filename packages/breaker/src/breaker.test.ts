@@ -61,3 +61,22 @@ describe("circuit breaker", () => {
     expect(await b.admit(dep, true)).toBe("retry_budget"); // 3 of 10 would still be 30%
   });
 });
+
+describe("inspect", () => {
+  it("reads several breakers in one call without changing them: closed, open with its end, half-open once the open period passed", async () => {
+    const b = createBreakers({ redis, prefix: test.prefix, policy });
+    for (let i = 0; i < 4; i++) await b.record("down.example", false);
+    const before = Date.now();
+    const views = await b.inspect(["down.example", "fine.example"]);
+    expect(views.get("fine.example")).toEqual({ state: "closed", openUntil: null });
+    const open = views.get("down.example")!;
+    expect(open.state).toBe("open");
+    expect(open.openUntil).toBeGreaterThan(before - 1_000);
+    expect(open.openUntil).toBeLessThanOrEqual(before + policy.openMs + 1_000);
+    await waitFor(async () => (await b.inspect(["down.example"])).get("down.example")?.state === "half_open", { timeoutMs: 5_000, description: "shown half-open" });
+    expect((await b.inspect(["down.example"])).get("down.example")).toEqual({ state: "half_open", openUntil: null });
+    // Only shown: the stored state is still open (the open set still lists it) until someone asks for real.
+    expect(await redis.hget(`${test.prefix}:breaker:down.example`, "state")).toBe("open");
+    expect(await b.inspect([])).toEqual(new Map());
+  });
+});

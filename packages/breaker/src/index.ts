@@ -92,6 +92,20 @@ if state == 'open' and now >= tonumber(redis.call('HGET', base, 'open_until') or
 end
 return state`;
 
+// Read-only view of several breakers (KEYS: their bases): per key its state and open_until, an open breaker
+// past its open period shown as half_open without writing (the next state() or admit() makes it so).
+const INSPECT = `${NOW}
+local out = {}
+for i, base in ipairs(KEYS) do
+  local v = redis.call('HMGET', base, 'state', 'open_until')
+  local state = v[1] or 'closed'
+  local openUntil = tonumber(v[2] or '0')
+  if state == 'open' and now >= openUntil then state = 'half_open' end
+  out[#out + 1] = state
+  out[#out + 1] = state == 'open' and tostring(openUntil) or ''
+end
+return out`;
+
 // Admission of one attempt: ARGV: isRetry(1/0), windowMs, bucketMs, minRequests, retryBudget, probeTimeoutMs
 const ADMIT = `${NOW}
 ${WINDOW}
@@ -116,11 +130,17 @@ export type BreakerState = "closed" | "open" | "half_open";
 /** What record() returns: the state, or "opened" when this outcome is the one that opened it. */
 export type RecordResult = BreakerState | "opened";
 export type Admission = "allowed" | "open" | "probe_busy" | "retry_budget";
+/** A breaker as a reader sees it: its state and, while open, when it half-opens (epoch ms, Redis' clock). */
+export interface BreakerView {
+  state: BreakerState;
+  openUntil: number | null;
+}
 
 type Scripts = Redis & {
   tickBreakerRecord(base: string, openSet: string, ...args: (string | number)[]): Promise<RecordResult>;
   tickBreakerState(base: string, openSet: string, ...args: (string | number)[]): Promise<BreakerState>;
   tickBreakerAdmit(base: string, ...args: (string | number)[]): Promise<Admission>;
+  tickBreakerInspect(numberOfKeys: number, ...bases: string[]): Promise<string[]>;
 };
 
 export function createBreakers(options: { redis: Redis; prefix: string; policy?: Partial<BreakerPolicy> }) {
@@ -131,6 +151,8 @@ export function createBreakers(options: { redis: Redis; prefix: string; policy?:
     r.defineCommand("tickBreakerState", { numberOfKeys: 2, lua: STATE });
     r.defineCommand("tickBreakerAdmit", { numberOfKeys: 1, lua: ADMIT });
   }
+  // Defined apart: a client set up by an older build of this package has the other three already.
+  if (typeof r.tickBreakerInspect !== "function") r.defineCommand("tickBreakerInspect", { lua: INSPECT });
   const base = (dep: string) => `${options.prefix}:breaker:${dep}`;
   const openSet = `${options.prefix}:breakers:open`;
 
@@ -151,6 +173,15 @@ export function createBreakers(options: { redis: Redis; prefix: string; policy?:
     },
     async state(dep: string): Promise<BreakerState> {
       return r.tickBreakerState(base(dep), openSet, dep);
+    },
+    /**
+     * The breakers of these dependencies as they stand, in one round trip and without changing any (for
+     * display: the console's dependency list). A dependency never seen is closed.
+     */
+    async inspect(deps: readonly string[]): Promise<Map<string, BreakerView>> {
+      if (deps.length === 0) return new Map();
+      const flat = await r.tickBreakerInspect(deps.length, ...deps.map(base));
+      return new Map(deps.map((d, i) => [d, { state: flat[2 * i] as BreakerState, openUntil: flat[2 * i + 1] ? Number(flat[2 * i + 1]) : null }]));
     },
     /** Dependencies whose breaker is open now (schedulers hold their jobs). */
     async openDependencies(): Promise<string[]> {
