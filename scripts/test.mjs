@@ -184,7 +184,7 @@ async function endToEnd(env, serverUrl) {
   log("end to end: Playwright (chromium)");
   const report = path.join(resultsDir, "playwright.json");
   fs.rmSync(report, { force: true });
-  const code = await exec(process.execPath, [path.join(ROOT, "node_modules/@playwright/test/cli.js"), "test"], {
+  const code = await exec(process.execPath, [path.join(ROOT, "node_modules/@playwright/test/cli.js"), "test", ...(process.env.TICK_E2E_GREP ? ["--grep", process.env.TICK_E2E_GREP] : [])], {
     cwd: path.join(ROOT, "e2e"),
     env: { ...env, TICK_E2E_STATE: stateFile, TICK_E2E_REPORT: report },
   });

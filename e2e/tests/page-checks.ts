@@ -24,3 +24,12 @@ export async function checkPageAtWidths(page: Page, name: string, ready: () => P
   }
   await page.setViewportSize({ width: 1280, height: 900 });
 }
+
+/** Signs in as the product's demo user and waits until the console is shown (a goto before that lands on /login). */
+export async function signIn(page: Page, email: string, password: string) {
+  await page.goto("/login");
+  await page.getByLabel("Email").fill(email);
+  await page.getByLabel("Password").fill(password);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page.getByRole("navigation", { name: "Console" })).toBeVisible();
+}

@@ -79,6 +79,8 @@ export const scheduleSchema = z
   })
   .meta({ id: "Schedule" });
 
+export type Schedule = z.output<typeof scheduleSchema>;
+
 export const schedulePageSchema = page(scheduleSchema).meta({ id: "SchedulePage" });
 
 export const occurrenceSchema = z

@@ -5,6 +5,9 @@ import { TenantSwitcher } from "./tenant-switcher";
 
 const NAV = [
   { href: "/", label: "Dashboard" },
+  { href: "/jobs", label: "Jobs" },
+  { href: "/schedules", label: "Schedules" },
+  { href: "/queues", label: "Queues" },
   { href: "/dlq", label: "Dead letters" },
   { href: "/keys", label: "API keys" },
   { href: "/webhooks", label: "Webhooks" },

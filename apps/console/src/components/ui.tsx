@@ -13,6 +13,10 @@ export class ApiProblem extends Error {
     readonly status: number,
     message: string,
     readonly fields: Record<string, string> = {},
+    /** The same errors by their full path ("target.url", "backoff.maxMs"), for forms with nested fields. */
+    readonly paths: Record<string, string> = {},
+    /** The problem's stable type, e.g. https://tick.dev/problems/target-not-allowed. */
+    readonly type?: string,
   ) {
     super(message);
   }
@@ -23,17 +27,25 @@ export async function ok<N extends RouteName>(result: Promise<ApiResult<N>>) {
   const res = await result;
   if (!res.ok) {
     const fields: Record<string, string> = {};
-    for (const e of (res.problem as { errors?: { path: string; message: string }[] }).errors ?? []) fields[e.path.split(".")[0]!] ??= e.message;
-    throw new ApiProblem(res.status, res.problem?.detail ?? res.problem?.title ?? `HTTP ${res.status}`, fields);
+    const paths: Record<string, string> = {};
+    for (const e of (res.problem as { errors?: { path: string; message: string }[] }).errors ?? []) {
+      fields[e.path.split(".")[0]!] ??= e.message;
+      paths[e.path] ??= e.message;
+    }
+    throw new ApiProblem(res.status, res.problem?.detail ?? res.problem?.title ?? `HTTP ${res.status}`, fields, paths, res.problem?.type);
   }
   return res.body;
 }
 
 /** A time as this browser's zone shows it, with the zone named (e.g. "3 Dec 2026, 01:02 UTC"). */
-export function formatTime(iso: string | null | undefined): string {
+export function formatTime(iso: string | null | undefined, options: { precise?: boolean } = {}): string {
   if (!iso) return "—";
   // dateStyle/timeStyle cannot be combined with timeZoneName: the parts are named one by one.
-  return new Intl.DateTimeFormat(undefined, { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", timeZoneName: "short" }).format(new Date(iso));
+  return new Intl.DateTimeFormat(undefined, {
+    year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", timeZoneName: "short",
+    // A job's own times: to the millisecond, where one attempt's start and end are apart by a few.
+    ...(options.precise ? { second: "2-digit", fractionalSecondDigits: 3 } : {}),
+  }).format(new Date(iso));
 }
 
 /** Loading, error and empty states of one query, the same on every page. */
@@ -85,4 +97,40 @@ export function LoadMore({ query }: { query: { hasNextPage: boolean; isFetchingN
       {query.isFetchingNextPage ? "Loading…" : "Load more"}
     </button>
   );
+}
+
+const STATUS_STYLE: Record<string, string> = {
+  scheduled: "bg-slate-100 text-slate-800",
+  dispatched: "bg-sky-100 text-sky-900",
+  running: "bg-indigo-100 text-indigo-900",
+  succeeded: "bg-emerald-100 text-emerald-900",
+  delivered: "bg-emerald-100 text-emerald-900",
+  dead: "bg-red-100 text-red-900",
+  failed: "bg-red-100 text-red-900",
+  lease_expired: "bg-amber-100 text-amber-900",
+  cancelled: "bg-slate-200 text-slate-800",
+  discarded: "bg-slate-200 text-slate-800",
+  expired: "bg-amber-100 text-amber-900",
+  paused: "bg-amber-100 text-amber-900",
+  active: "bg-emerald-100 text-emerald-900",
+  pending: "bg-sky-100 text-sky-900",
+};
+
+/** A job's, attempt's or delivery's status as a small coloured label (the word is always there too). */
+export function StatusBadge({ status }: { status: string }) {
+  return <span className={`inline-block rounded px-1.5 py-0.5 text-xs font-medium ${STATUS_STYLE[status] ?? "bg-slate-100 text-slate-800"}`} data-status={status}>{status.replace("_", " ")}</span>;
+}
+
+/** A form field's error from the API, under the field, tied to it by `id` (use it as aria-describedby). */
+export function FieldError({ id, message }: { id: string; message: string | undefined }) {
+  return message ? <p id={id} className="mt-1 text-xs text-red-700" data-testid={`error-${id}`}>{message}</p> : null;
+}
+
+/** A duration for people: 850 ms, 4.2 s, 3 min 20 s, 2 h 5 min. */
+export function formatDuration(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined) return "—";
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+  if (ms < 3_600_000) return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
+  return `${Math.floor(ms / 3_600_000)} h ${Math.round((ms % 3_600_000) / 60_000)} min`;
 }

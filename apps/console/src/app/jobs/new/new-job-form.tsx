@@ -1,0 +1,173 @@
+"use client";
+
+import { useMutation, useQuery } from "@tanstack/react-query";
+import Link from "next/link";
+import { useRouter } from "next/navigation";
+import { useState, type FormEvent, type ReactNode } from "react";
+import { parseHeaderLines } from "@/components/header-lines";
+import { ApiProblem, consoleApi as api, FieldError, inputClass, ok, primaryButtonClass } from "@/components/ui";
+
+const METHODS = ["POST", "GET", "PUT", "PATCH", "DELETE"] as const;
+
+/** The fields this form shows an API error at; any other error is listed above the submit button. */
+const PLACED = new Set(["url", "method", "headers", "body", "timeoutMs", "runAt", "delayMs", "expiresAt", "queue", "priority", "maxAttempts", "backoff", "callbackUrl", "dependencyKey"]);
+
+/** Where an API error path is shown: the form's field for it (nested paths go to their nearest field). */
+function fieldOf(path: string): string {
+  if (path.startsWith("target.headers")) return "headers";
+  if (path.startsWith("target.")) return path.slice("target.".length);
+  if (path.startsWith("backoff")) return "backoff";
+  return path;
+}
+
+export function NewJobForm() {
+  const router = useRouter();
+  const queues = useQuery({ queryKey: ["queues"], queryFn: () => ok(api().call("listQueues", {})) });
+  const [form, setForm] = useState({
+    queue: "default", method: "POST" as (typeof METHODS)[number], url: "", headers: "", body: "", when: "now" as "now" | "at" | "delay",
+    runAt: "", delaySeconds: "60", priority: "0", maxAttempts: "", backoff: "default" as "default" | "exponential" | "fixed", baseMs: "1000", maxMs: "3600000",
+    expiresAt: "", idempotencyKey: "", callbackUrl: "", dependencyKey: "", timeoutMs: "",
+  });
+  const [local, setLocal] = useState<Record<string, string>>({});
+  const set = (k: keyof typeof form) => (e: { target: { value: string } }) => setForm((f) => ({ ...f, [k]: e.target.value }));
+
+  const create = useMutation({
+    mutationFn: (body: Record<string, unknown>) => ok(api().call("createJob", { body: body, ...(form.idempotencyKey.trim() ? { idempotencyKey: form.idempotencyKey.trim() } : {}) })),
+    onSuccess: (job) => router.push(`/jobs/${job.id}`),
+  });
+  const problem = create.error instanceof ApiProblem ? create.error : null;
+  const errors: Record<string, string> = { ...local };
+  const unplaced: [string, string][] = [];
+  for (const [path, message] of Object.entries(problem?.paths ?? {})) {
+    if (PLACED.has(fieldOf(path))) errors[fieldOf(path)] ??= message;
+    else unplaced.push([path, message]);
+  }
+
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    const headers = parseHeaderLines(form.headers);
+    if (headers.error) {
+      setLocal({ headers: headers.error });
+      return;
+    }
+    setLocal({});
+    const num = (v: string) => (v.trim() === "" ? undefined : Number(v));
+    create.mutate({
+      queue: form.queue,
+      target: {
+        method: form.method,
+        url: form.url.trim(),
+        headers: headers.headers,
+        ...(form.body ? { body: form.body } : {}),
+        ...(num(form.timeoutMs) !== undefined ? { timeoutMs: num(form.timeoutMs) } : {}),
+      },
+      ...(form.when === "at" && form.runAt ? { runAt: new Date(form.runAt).toISOString() } : {}),
+      ...(form.when === "delay" ? { delayMs: Math.round(Number(form.delaySeconds) * 1000) } : {}),
+      priority: num(form.priority) ?? 0,
+      ...(num(form.maxAttempts) !== undefined ? { maxAttempts: num(form.maxAttempts) } : {}),
+      ...(form.backoff !== "default" ? { backoff: { strategy: form.backoff, baseMs: num(form.baseMs), maxMs: num(form.maxMs), jitter: "full" } } : {}),
+      ...(form.expiresAt ? { expiresAt: new Date(form.expiresAt).toISOString() } : {}),
+      ...(form.callbackUrl.trim() ? { callbackUrl: form.callbackUrl.trim() } : {}),
+      ...(form.dependencyKey.trim() ? { dependencyKey: form.dependencyKey.trim() } : {}),
+    });
+  };
+
+  const input = (name: keyof typeof form, label: string, props: Record<string, unknown> = {}, hint?: ReactNode) => (
+    <label className="block text-sm font-medium text-slate-800">
+      {label}
+      <input className={inputClass} name={name} value={form[name]} onChange={set(name)} aria-invalid={errors[name] ? true : undefined}
+        aria-describedby={errors[name] ? `err-${name}` : undefined} {...props} />
+      {hint ? <span className="mt-1 block text-xs font-normal text-slate-600">{hint}</span> : null}
+      <FieldError id={`err-${name}`} message={errors[name]} />
+    </label>
+  );
+
+  return (
+    <section className="rounded-xl border border-slate-200 bg-white p-5" aria-labelledby="new-job-heading">
+      <p className="mb-3 text-sm"><Link href="/jobs" className="text-indigo-700 underline">← All jobs</Link></p>
+      <h2 id="new-job-heading" className="mb-1 font-medium">New job</h2>
+      <p className="mb-4 text-sm text-slate-600">One HTTP request to your endpoint, retried with backoff until it succeeds or its attempts run out.</p>
+      <form className="space-y-5" onSubmit={submit} noValidate aria-label="New job">
+        <fieldset className="grid gap-4 sm:grid-cols-[8rem_1fr]">
+          <legend className="mb-2 text-sm font-semibold">Request</legend>
+          <label className="block text-sm font-medium text-slate-800">Method
+            <select className={inputClass} value={form.method} onChange={set("method")}>{METHODS.map((m) => <option key={m}>{m}</option>)}</select>
+          </label>
+          {input("url", "Target URL", { type: "url", required: true, placeholder: "https://api.example.com/tasks" }, "Public http(s) addresses only: private, loopback and link-local ones are refused.")}
+          <div className="sm:col-span-2">
+            <label className="block text-sm font-medium text-slate-800">Headers
+              <textarea className={`${inputClass} font-mono`} rows={3} value={form.headers} onChange={set("headers")} placeholder={"Authorization: Bearer …\nX-Team: billing"}
+                aria-invalid={errors.headers ? true : undefined} aria-describedby={errors.headers ? "err-headers" : undefined} />
+              <span className="mt-1 block text-xs font-normal text-slate-600">One per line. Tick adds Idempotency-Key, Tick-Attempt-Id, Tick-Fencing-Token and a signature.</span>
+              <FieldError id="err-headers" message={errors.headers} />
+            </label>
+          </div>
+          <div className="sm:col-span-2">
+            <label className="block text-sm font-medium text-slate-800">Body
+              <textarea className={`${inputClass} font-mono`} rows={4} value={form.body} onChange={set("body")} placeholder='{"orderId": 42}'
+                aria-invalid={errors.body ? true : undefined} aria-describedby={errors.body ? "err-body" : undefined} />
+              <FieldError id="err-body" message={errors.body} />
+            </label>
+          </div>
+          <div className="sm:col-span-2">{input("timeoutMs", "Timeout (ms)", { inputMode: "numeric", placeholder: "the queue's default" })}</div>
+        </fieldset>
+
+        <fieldset className="grid gap-4 sm:grid-cols-2">
+          <legend className="mb-2 text-sm font-semibold">When</legend>
+          <div className="space-y-1 text-sm sm:col-span-2" role="radiogroup" aria-label="When to run">
+            {([["now", "Now"], ["at", "At a time"], ["delay", "After a delay"]] as const).map(([value, label]) => (
+              <label key={value} className="mr-4 inline-flex items-center gap-2">
+                <input type="radio" name="when" value={value} checked={form.when === value} onChange={() => setForm((f) => ({ ...f, when: value }))} /> {label}
+              </label>
+            ))}
+          </div>
+          {form.when === "at" ? input("runAt", "Run at (your browser's zone)", { type: "datetime-local" }) : null}
+          {form.when === "delay" ? input("delaySeconds", "Delay (seconds)", { inputMode: "numeric" }) : null}
+          {errors.delayMs ? <FieldError id="err-delayMs" message={errors.delayMs} /> : null}
+          {input("expiresAt", "Expires at (optional)", { type: "datetime-local" }, "Not started by then, it ends as expired.")}
+        </fieldset>
+
+        <fieldset className="grid gap-4 sm:grid-cols-3">
+          <legend className="mb-2 text-sm font-semibold">Delivery</legend>
+          <label className="block text-sm font-medium text-slate-800">Queue
+            <select className={inputClass} value={form.queue} onChange={set("queue")}>
+              {(queues.data?.data ?? [{ name: "default" }]).map((q) => <option key={q.name}>{q.name}</option>)}
+            </select>
+            <FieldError id="err-queue" message={errors.queue} />
+          </label>
+          {input("priority", "Priority", { inputMode: "numeric" }, "−1000 to 1000; higher goes first.")}
+          {input("maxAttempts", "Max attempts", { inputMode: "numeric", placeholder: "the queue's default" })}
+          <label className="block text-sm font-medium text-slate-800">Backoff
+            <select className={inputClass} value={form.backoff} onChange={set("backoff")} aria-describedby={errors.backoff ? "err-backoff" : undefined}>
+              <option value="default">The queue&apos;s default</option>
+              <option value="exponential">Exponential</option>
+              <option value="fixed">Fixed</option>
+            </select>
+            <FieldError id="err-backoff" message={errors.backoff} />
+          </label>
+          {form.backoff !== "default" ? (
+            <>
+              {input("baseMs", "Base delay (ms)", { inputMode: "numeric" })}
+              {input("maxMs", "Longest delay (ms)", { inputMode: "numeric" })}
+            </>
+          ) : null}
+        </fieldset>
+
+        <fieldset className="grid gap-4 sm:grid-cols-3">
+          <legend className="mb-2 text-sm font-semibold">Identity and callbacks</legend>
+          {input("idempotencyKey", "Idempotency key", { placeholder: "e.g. order-42" }, "The same key again returns this job instead of a second one.")}
+          {input("callbackUrl", "Callback URL", { type: "url", placeholder: "https://…" }, "Gets a signed webhook when the job finishes.")}
+          {input("dependencyKey", "Dependency", { placeholder: "the target's host" }, "Its circuit breaker; defaults to the target's host.")}
+        </fieldset>
+
+        {create.error ? (
+          <div role="alert" className="rounded-md bg-red-50 p-2 text-sm text-red-800" data-testid="form-error">
+            <p>The job was not created: {create.error.message}</p>
+            {unplaced.length > 0 ? <ul className="mt-1 list-disc pl-5">{unplaced.map(([path, message]) => <li key={path}>{path ? `${path}: ` : ""}{message}</li>)}</ul> : null}
+          </div>
+        ) : null}
+        <button type="submit" className={primaryButtonClass} disabled={create.isPending} data-testid="create-job">{create.isPending ? "Creating…" : "Create job"}</button>
+      </form>
+    </section>
+  );
+}
