@@ -37,6 +37,7 @@ describe("a change and its audit row commit together (#19)", () => {
       secrets: await prisma.signingSecret.count({ where: { tenantId } }),
       settings: await prisma.tenant.findUnique({ where: { id: tenantId }, select: { retentionDays: true } }),
       schedules: await prisma.schedule.count({ where: { tenantId } }),
+      dependencyPauses: await prisma.dependencyPause.count({ where: { tenantId } }),
       audit: await prisma.auditLog.count({ where: { tenantId } }),
     });
     const before = await snapshot();
@@ -50,6 +51,7 @@ describe("a change and its audit row commit together (#19)", () => {
       () => client.call("rotateSigningSecret", { body: { overlapSeconds: 60 } }),
       () => client.call("updateSettings", { body: { retentionDays: 3 } }),
       () => client.call("createSchedule", { body: { name: "during", cron: "*/5 * * * *", timezone: "Europe/Berlin", job: { target: { url: "https://93.184.216.34/report" } } } }),
+      () => client.call("pauseDependency", { params: { key: "api.example.com" }, body: {} }),
     ];
     await withAuditFailing(async () => {
       for (const change of changes) {
@@ -72,6 +74,7 @@ describe("a change and its audit row commit together (#19)", () => {
     expect(after.secrets).toBe(before.secrets + 1);
     expect(after.settings?.retentionDays).toBe(3);
     expect(after.schedules).toBe(1);
+    expect(after.dependencyPauses).toBe(1);
     const actions = (await prisma.auditLog.findMany({ where: { tenantId }, orderBy: { id: "asc" }, select: { action: true } })).map((a) => a.action);
     expect(actions.slice(-changes.length)).toEqual([
       "queue.created",
@@ -82,6 +85,7 @@ describe("a change and its audit row commit together (#19)", () => {
       "webhook_secret.rotated",
       "tenant.settings.updated",
       "schedule.created",
+      "dependency.paused",
     ]);
   });
 

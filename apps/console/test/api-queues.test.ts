@@ -50,4 +50,70 @@ describe("queues", () => {
   });
 });
 
+describe("queue figures in the list (#20)", () => {
+  /** Inserts jobs of a tenant's queue straight into the table: `dueInS` from the database's now, in a given status. */
+  const insertJobs = (tenantId: string, queue: string, status: string, count: number, dueInS: number, dependencyKey: string | null = null) =>
+    suite.h.prisma.$executeRawUnsafe(
+      `INSERT INTO jobs (id, tenant_id, queue_id, shard, status, due_at, url, dependency_key, updated_at)
+       SELECT gen_random_uuid(), t.id, q.id, t.shard, $3::job_status, now() + make_interval(secs => $5), 'https://93.184.216.34/x', $6, now()
+         FROM tenants t JOIN queues q ON q.tenant_id = t.id AND q.name = $2, generate_series(1, $4)
+        WHERE t.id = $1::uuid`,
+      tenantId,
+      queue,
+      status,
+      count,
+      dueInS,
+      dependencyKey,
+    );
+
+  it("each queue has its live figures: due now, scheduled, in flight and the oldest due job's age, by the database clock; another tenant's jobs count only for it", async () => {
+    const a = await suite.h.createTenant();
+    const b = await suite.h.createTenant();
+    const clientA = suite.h.client(a.apiKey);
+    const clientB = suite.h.client(b.apiKey);
+    for (const client of [clientA, clientB]) expect((await client.call("createQueue", { body: { name: "mail", ratePerSecond: 5 } })).status).toBe(201);
+    await insertJobs(a.id, "mail", "scheduled", 1, -60);
+    await insertJobs(a.id, "mail", "scheduled", 2, -5);
+    await insertJobs(a.id, "mail", "scheduled", 4, 3_600);
+    await insertJobs(a.id, "mail", "dispatched", 2, -70);
+    await insertJobs(a.id, "mail", "running", 1, -80);
+    await insertJobs(a.id, "mail", "succeeded", 3, -90); // finished: not live, not counted
+    await insertJobs(a.id, "mail", "dead", 1, -600);
+    await insertJobs(a.id, "default", "scheduled", 1, 60);
+    await insertJobs(b.id, "mail", "scheduled", 9, -7_200); // b's own queue of the same name
+    await insertJobs(b.id, "default", "running", 2, -1);
+
+    const listA = await clientA.call("listQueues", {});
+    if (!listA.ok) throw new Error("expected success");
+    const [defaultA, mailA] = listA.body.data;
+    expect(defaultA).toMatchObject({ name: "default", stats: { due: 0, scheduled: 1, inFlight: 0, oldestDueAgeMs: null } });
+    expect(mailA).toMatchObject({ name: "mail", ratePerSecond: 5, stats: { due: 3, scheduled: 7, inFlight: 3 } });
+    // The oldest due job fell due 60 s ago by the database clock (give the request a few seconds).
+    expect(mailA!.stats.oldestDueAgeMs).toBeGreaterThanOrEqual(60_000);
+    expect(mailA!.stats.oldestDueAgeMs).toBeLessThan(70_000);
+
+    const listB = await clientB.call("listQueues", {});
+    if (!listB.ok) throw new Error("expected success");
+    expect(listB.body.data.map((q) => [q.name, q.stats.due, q.stats.scheduled, q.stats.inFlight])).toEqual([
+      ["default", 0, 0, 2],
+      ["mail", 9, 9, 0],
+    ]);
+    expect(listB.body.data[1]!.stats.oldestDueAgeMs).toBeGreaterThanOrEqual(7_200_000);
+
+    // A job row of b's that points at a's queue (never made by the API) still counts for b only: the figures are
+    // scoped by tenant, not by queue id alone.
+    await suite.h.prisma.$executeRawUnsafe(
+      `INSERT INTO jobs (id, tenant_id, queue_id, shard, status, due_at, url, updated_at)
+       SELECT gen_random_uuid(), $1::uuid, q.id, 0, 'scheduled', now() - interval '1 hour', 'https://93.184.216.34/x', now()
+         FROM queues q WHERE q.tenant_id = $2::uuid AND q.name = 'mail'`,
+      b.id,
+      a.id,
+    );
+    const again = await clientA.call("listQueues", {});
+    if (!again.ok) throw new Error("expected success");
+    expect(again.body.data[1]!.stats).toMatchObject({ due: 3, scheduled: 7, inFlight: 3 });
+    expect(again.body.data[1]!.stats.oldestDueAgeMs).toBeLessThan(70_000);
+  });
+});
+
 itConformsToOpenApi(suite);

@@ -11,3 +11,4 @@ export * from "./audit.js";
 export * from "./dlq.js";
 export * from "./lifecycle.js";
 export * from "./accounts.js";
+export * from "./dependencies.js";

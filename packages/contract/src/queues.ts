@@ -48,3 +48,24 @@ export const queueSchema = z
   .meta({ id: "Queue" });
 
 export type Queue = z.output<typeof queueSchema>;
+
+export const queueStatsSchema = z
+  .object({
+    due: z.number().int().meta({ description: "Jobs scheduled and due now" }),
+    scheduled: z.number().int().meta({ description: "Jobs waiting, due or not" }),
+    inFlight: z.number().int().meta({ description: "Jobs dispatched or running" }),
+    oldestDueAgeMs: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: "How long the oldest due job has waited past its due time (database clock); null when none is due" }),
+  })
+  .meta({ id: "QueueStats" });
+
+/** A queue in the list, with its live figures. */
+export const queueWithStatsSchema = z
+  .object({ ...queueSchema.shape, stats: queueStatsSchema })
+  .meta({ id: "QueueWithStats" });
+
+export type QueueStats = z.output<typeof queueStatsSchema>;
+export type QueueWithStats = z.output<typeof queueWithStatsSchema>;

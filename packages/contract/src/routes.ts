@@ -32,7 +32,8 @@ import {
   updateMemberSchema,
   updateTenantLimitsSchema,
 } from "./accounts.js";
-import { createQueueSchema, queueNameSchema, queueSchema, updateQueueSchema } from "./queues.js";
+import { createQueueSchema, queueNameSchema, queueSchema, queueWithStatsSchema, updateQueueSchema } from "./queues.js";
+import { dependencyKeySchema, dependencyListSchema, dependencySchema, pauseDependencySchema } from "./dependencies.js";
 import {
   createWebhookEndpointSchema,
   redeliverResultSchema,
@@ -84,7 +85,8 @@ export interface RouteDef {
 const idParams = z.object({ id: uuid });
 const queueParams = z.object({ name: queueNameSchema });
 const keyList = z.object({ data: z.array(apiKeySchema) }).meta({ id: "ApiKeyList" });
-const queueList = z.object({ data: z.array(queueSchema) }).meta({ id: "QueueList" });
+const queueList = z.object({ data: z.array(queueWithStatsSchema) }).meta({ id: "QueueList" });
+const dependencyParams = z.object({ key: dependencyKeySchema });
 
 export const routes = {
   createJob: {
@@ -166,7 +168,10 @@ export const routes = {
   listQueues: {
     method: "get",
     path: "/queues",
-    summary: "List queues",
+    summary: "List queues, with their live figures",
+    description:
+      "Each queue with `stats`: jobs due now, scheduled (due or not), in flight (dispatched or running), and how long " +
+      "the oldest due job has waited past its due time by the database clock.",
     scope: "queues:read",
     responses: { 200: { description: "All queues of the tenant", schema: queueList } },
     errors: [],
@@ -216,6 +221,44 @@ export const routes = {
     params: queueParams,
     responses: { 200: { description: "Resumed", schema: queueSchema } },
     errors: ["not_found", "validation_failed"],
+  },
+  listDependencies: {
+    method: "get",
+    path: "/dependencies",
+    summary: "The dependencies the tenant's jobs call, with their circuit breakers and pauses",
+    description:
+      "Every distinct `dependencyKey` among the tenant's scheduled, dispatched and running jobs, and every dependency " +
+      "it paused, by key: whether it is paused, its circuit breaker (shared by every tenant calling that dependency) " +
+      "and the tenant's jobs of it due now and in flight.",
+    scope: "queues:read",
+    responses: { 200: { description: "The tenant's dependencies", schema: dependencyListSchema } },
+    errors: [],
+  },
+  pauseDependency: {
+    method: "post",
+    path: "/dependencies/{key}/pause",
+    summary: "Pause the tenant's jobs of one dependency (they wait, scheduled; the rest of their queues keep running)",
+    description:
+      "The key is URL-encoded in the path. Allowed for a dependency with no jobs yet. Pausing a paused dependency " +
+      "changes nothing and keeps its first pause. The change is audited (`dependency.paused`). A key longer than 200 " +
+      "characters names no dependency (404).",
+    scope: "queues:write",
+    params: dependencyParams,
+    body: pauseDependencySchema,
+    responses: { 200: { description: "The dependency, paused", schema: dependencySchema } },
+    errors: ["bad_request", "validation_failed", "not_found"],
+  },
+  resumeDependency: {
+    method: "post",
+    path: "/dependencies/{key}/resume",
+    summary: "Resume the tenant's jobs of a paused dependency",
+    description:
+      "The key is URL-encoded in the path. Resuming a dependency that is not paused changes nothing. The change is " +
+      "audited (`dependency.resumed`). A key longer than 200 characters names no dependency (404).",
+    scope: "queues:write",
+    params: dependencyParams,
+    responses: { 200: { description: "The dependency, resumed", schema: dependencySchema } },
+    errors: ["not_found"],
   },
   signUp: {
     method: "post",

@@ -14,3 +14,5 @@ export * from "./clock.js";
 export * from "./lifecycle.js";
 export * from "./job-status-writes.js";
 export * from "./accounts.js";
+export * from "./queues.js";
+export * from "./dependencies.js";

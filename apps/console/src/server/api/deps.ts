@@ -1,8 +1,9 @@
+import { createBreakers } from "@tick/breaker";
 import { createDueIndex } from "@tick/due-index";
 import type { JobServiceDeps } from "../services/jobs";
 import { getContext } from "../context";
 import { getEnv } from "../env";
-import { createAdmission } from "./admission";
+import { createAdmission, failOpenRedis } from "./admission";
 import { createAuthLimits, type AuthLimits } from "./auth-limits";
 import type { AccountDeps } from "../services/accounts";
 import type { InvitationMailer, MemberDeps } from "../services/members";
@@ -82,8 +83,18 @@ let serviceDeps: ServiceDeps | undefined;
 export function getServiceDeps(): ServiceDeps {
   if (!serviceDeps) {
     const env = getEnv();
-    const { prisma, pool, logger } = getContext();
-    serviceDeps = { prisma, pool, logger, allowedCidrs: env.TICK_SSRF_ALLOWED_CIDRS, retentionMaxDays: env.TICK_RETENTION_MAX_DAYS };
+    const { prisma, pool, redis, logger } = getContext();
+    // Breaker state is shown, never decided on here: a Redis that does not answer leaves it unknown (null).
+    const breakers = createBreakers({ redis, prefix: env.TICK_REDIS_PREFIX });
+    const ask = failOpenRedis(logger, env.API_RATE_LIMIT_TIMEOUT, "breaker state");
+    serviceDeps = {
+      prisma,
+      pool,
+      logger,
+      allowedCidrs: env.TICK_SSRF_ALLOWED_CIDRS,
+      retentionMaxDays: env.TICK_RETENTION_MAX_DAYS,
+      readBreakers: (keys) => ask(breakers.inspect(keys)),
+    };
   }
   return serviceDeps;
 }
