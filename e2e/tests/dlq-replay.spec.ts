@@ -21,14 +21,15 @@ test("an operator dry-runs a replay in the console, starts it, and watches it pa
   const port = (server.address() as AddressInfo).port;
   try {
     const ids: string[] = [];
-    for (let i = 0; i < 5; i++) {
+    // More than the replay's failure window (20): judged while jobs are still left to protect.
+    for (let i = 0; i < 25; i++) {
       const res = await client.call("createJob", { body: { target: { url: `http://127.0.0.1:${port}/charge/${i}` }, maxAttempts: 1 } });
       if (!res.ok) throw new Error(JSON.stringify(res.problem));
       ids.push(res.body.id);
     }
     await expect
       .poll(async () => (await Promise.all(ids.map(async (id) => { const j = await client.call("getJob", { params: { id } }); return j.ok ? j.body.status : "?"; }))).join(","), { timeout: 30_000 })
-      .toBe("dead,dead,dead,dead,dead");
+      .toBe(Array(25).fill("dead").join(","));
 
     await page.goto("/login");
     await page.getByLabel("Email").fill(state.email);
@@ -42,13 +43,13 @@ test("an operator dry-runs a replay in the console, starts it, and watches it pa
     await form.getByLabel("HTTP status").fill("503");
     await form.getByLabel("Rate (jobs/s)").fill("5");
     await form.getByRole("button", { name: "Dry run" }).click();
-    await expect(page.getByTestId("replay-preview")).toContainText("5 dead jobs match; about 1 s at 5/s.");
+    await expect(page.getByTestId("replay-preview")).toContainText("25 dead jobs match; about 5 s at 5/s.");
 
     await form.getByRole("button", { name: "Start replay" }).click();
     const card = page.locator("article").first();
     await expect(card.getByTestId("replay-status")).toHaveText("auto-paused", { timeout: 30_000 });
-    await expect(card.getByRole("status")).toContainText("5 of the last 5 replayed jobs failed again (100%, threshold 50%). Errors: http_status 503 (5)");
-    await expect(card.locator('[data-progress="failed"]')).toHaveText("5");
+    await expect(card.getByRole("status")).toContainText("20 of the last 20 replayed jobs failed again (100%, threshold 50%). Errors: http_status 503 (20)");
+    await expect(card.locator('[data-progress="failed"]')).toHaveText(/^2[0-5]$/);
     await page.screenshot({ path: "test-results/dlq-replay.png", fullPage: true });
 
     await card.getByRole("button", { name: "Cancel" }).click();

@@ -175,6 +175,37 @@ describe("DLQ replay loop", () => {
     expect(done).toMatchObject({ status: "completed", released: 100, succeeded: 100 - released, failed: released });
   });
 
+  it("a replay with nothing left to release or in flight completes, even one that was paused, instead of offering a resume that does nothing (#20)", async () => {
+    const t = await w.createTenant();
+    await insertDeadJobs(t, 10);
+    // All ten released at once; every one fails again: the rate would pause it, but nothing is left to protect.
+    const replay = await startReplay(t, { rate: 1_000, window: 10, threshold: 0.5 });
+    const s = w.startScheduler("s");
+    await s.init();
+    await s.leaseTick();
+    expect(await s.replayOnce()).toBe(10);
+    await dueNow();
+    await s.dispatchOnce();
+    await runDispatched(() => false);
+    await s.replayOnce();
+    expect(await replayRow(replay.id)).toMatchObject({ status: "completed", released: 10, failed: 10 });
+    expect((await replayRow(replay.id)).status_reason).toContain("Every job was replayed, but 10 of the last 10 replayed jobs failed again (100%, threshold 50%)");
+    expect((await replayRow(replay.id)).finished_at).not.toBeNull();
+
+    // One auto-paused earlier (as a scheduler before this change left it), its work all settled: completed on the next round.
+    const three = await insertDeadJobs(t, 3);
+    const stuck = await startReplay(t, { rate: 1_000, jobIds: three });
+    expect(await s.replayOnce()).toBe(3);
+    await dueNow();
+    await s.dispatchOnce();
+    await runDispatched(() => true);
+    await w.pool.query(`UPDATE dlq_replays SET status = 'auto_paused', status_reason = 'paused by an old verdict' WHERE id = $1`, [stuck.id]);
+    await s.replayOnce();
+    expect(await replayRow(stuck.id)).toMatchObject({ status: "completed", succeeded: 3, status_reason: null });
+    const actions = await auditActions(stuck.id);
+    expect(actions).toEqual([{ action: "dlq.replay.completed", actor_type: "system" }]);
+  });
+
   it("cancel withdraws what is not released yet (those jobs stay dead) and closes once released jobs settle", async () => {
     const t = await w.createTenant();
     await insertDeadJobs(t, 30);

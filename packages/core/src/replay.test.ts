@@ -4,8 +4,9 @@ import { REPLAY_ACTIONS, REPLAY_STATES, isReplayActionRepeat, judgeFailureRate, 
 // Written by hand from the product rules ("-" means refused), not derived from the table under test.
 const EXPECTED: Record<ReplayState, Record<ReplayAction, string>> = {
   running: { pause: "paused", resume: "-", cancel: "cancelled", autoPause: "auto_paused", complete: "completed" },
-  paused: { pause: "-", resume: "running", cancel: "cancelled", autoPause: "-", complete: "-" },
-  auto_paused: { pause: "-", resume: "running", cancel: "cancelled", autoPause: "-", complete: "-" },
+  // A paused replay whose work has all settled completes (nothing is left for a resume to do).
+  paused: { pause: "-", resume: "running", cancel: "cancelled", autoPause: "-", complete: "completed" },
+  auto_paused: { pause: "-", resume: "running", cancel: "cancelled", autoPause: "-", complete: "completed" },
   cancelled: { pause: "-", resume: "-", cancel: "-", autoPause: "-", complete: "-" },
   completed: { pause: "-", resume: "-", cancel: "-", autoPause: "-", complete: "-" },
 };

@@ -14,9 +14,11 @@ export type ReplayAction = (typeof REPLAY_ACTIONS)[number];
 /** Every pair not listed here is refused. */
 export const REPLAY_TRANSITIONS: Readonly<Record<ReplayState, Readonly<Partial<Record<ReplayAction, ReplayState>>>>> = {
   running: { pause: "paused", cancel: "cancelled", autoPause: "auto_paused", complete: "completed" },
-  paused: { resume: "running", cancel: "cancelled" },
+  // A paused replay with nothing left to release and nothing in flight is over: it completes rather than
+  // waiting forever for a resume that would do nothing (#20).
+  paused: { resume: "running", cancel: "cancelled", complete: "completed" },
   // Resuming an auto-paused replay is the operator saying the root cause is fixed: judged afresh.
-  auto_paused: { resume: "running", cancel: "cancelled" },
+  auto_paused: { resume: "running", cancel: "cancelled", complete: "completed" },
   cancelled: {},
   completed: {},
 };
@@ -84,7 +86,7 @@ export interface FirstOutcome {
 export function judgeFailureRate(
   recent: FirstOutcome[],
   opts: { window: number; threshold: number; total: number },
-): { pause: false; rate: number | null } | { pause: true; rate: number; reason: string } {
+): { pause: false; rate: number | null } | { pause: true; rate: number; reason: string; summary: string } {
   const needed = Math.max(1, Math.min(opts.window, opts.total));
   const sample = recent.slice(0, opts.window);
   if (sample.length < needed) return { pause: false, rate: null };
@@ -99,11 +101,6 @@ export function judgeFailureRate(
     .map(([k, n]) => `${k} (${n})`)
     .join(", ");
   const pct = (x: number) => `${Math.round(x * 100)}%`;
-  return {
-    pause: true,
-    rate,
-    reason:
-      `Paused automatically: ${failed.length} of the last ${sample.length} replayed jobs failed again (${pct(rate)}, threshold ${pct(opts.threshold)}). ` +
-      `Errors: ${top}. The root cause looks unfixed; resume once it is.`,
-  };
+  const summary = `${failed.length} of the last ${sample.length} replayed jobs failed again (${pct(rate)}, threshold ${pct(opts.threshold)}). Errors: ${top}.`;
+  return { pause: true, rate, summary, reason: `Paused automatically: ${summary} The root cause looks unfixed; resume once it is.` };
 }

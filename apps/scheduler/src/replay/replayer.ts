@@ -70,6 +70,26 @@ export class Replayer {
       if (tally.inFlight === 0) await sql.closeCancelledReplay(client, replay.id);
       return idle;
     }
+    // Nothing left to release and nothing in flight: the replay is over, whatever its last verdict. A paused
+    // one completes too, instead of offering a resume that would do nothing (#20).
+    if (tally.pending === 0 && tally.inFlight === 0) {
+      // Done, but said plainly when the jobs kept failing: the last verdict goes with the completion.
+      const last = judgeFailureRate(await sql.recentFirstOutcomes(client, replay.id, replay.judged_since, replay.failure_window), {
+        window: replay.failure_window,
+        threshold: replay.failure_threshold,
+        total: replay.total - replay.skipped - tally.skipped,
+      });
+      const reason = last.pause ? `Every job was replayed, but ${last.summary} The root cause looks unfixed.` : null;
+      if (await sql.concludeReplay(client, replay.id, "completed", reason)) {
+        await this.audit(client, replay, "dlq.replay.completed", {
+          succeeded: replay.succeeded + tally.succeeded,
+          failed: replay.failed + tally.failed,
+          skipped: replay.skipped + tally.skipped,
+          ...(replay.status !== "running" ? { whilePaused: replay.status } : {}),
+        });
+      }
+      return { ...idle, event: "completed" };
+    }
     if (replay.status !== "running") return idle;
 
     const recent = await sql.recentFirstOutcomes(client, replay.id, replay.judged_since, replay.failure_window);
@@ -81,13 +101,8 @@ export class Replayer {
     const resumed = replay.judged_since.getTime() > replay.created_at.getTime();
     const tripped = verdict.pause || resumed ? [] : await sql.replayDependenciesAmong(client, replay.id, openDependencies, replay.failure_window);
     if (tripped.length > 0) {
-      verdict = {
-        pause: true,
-        rate: verdict.rate ?? 0,
-        reason:
-          `Paused automatically: the circuit breaker of ${tripped.join(", ")} is open (the target is failing right now), ` +
-          `so replayed jobs would only wait behind it or fail again. Resume once it is fixed.`,
-      };
+      const summary = `the circuit breaker of ${tripped.join(", ")} is open (the target is failing right now), so replayed jobs would only wait behind it or fail again.`;
+      verdict = { pause: true, rate: verdict.rate ?? 0, summary, reason: `Paused automatically: ${summary} Resume once it is fixed.` };
     }
     if (verdict.pause) {
       if (await sql.concludeReplay(client, replay.id, "auto_paused", verdict.reason)) {
@@ -95,16 +110,6 @@ export class Replayer {
         this.metrics.replayAutoPauses.inc();
       }
       return { ...idle, event: "auto-paused", reason: verdict.reason };
-    }
-    if (tally.pending === 0 && tally.inFlight === 0) {
-      if (await sql.concludeReplay(client, replay.id, "completed", null)) {
-        await this.audit(client, replay, "dlq.replay.completed", {
-          succeeded: replay.succeeded + tally.succeeded,
-          failed: replay.failed + tally.failed,
-          skipped,
-        });
-      }
-      return { ...idle, event: "completed" };
     }
 
     // Two brakes on releasing ahead of the work: released jobs not finished (a slow or breaker-held

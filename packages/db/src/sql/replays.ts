@@ -320,13 +320,17 @@ export async function recentFirstOutcomes(db: Queryable, replayId: string, since
   return rows;
 }
 
-/** The scheduler's verdicts: running → auto_paused (with why) or → completed. False if no longer running. */
+/**
+ * The scheduler's verdicts: running → auto_paused (with why), or running, paused or auto_paused → completed
+ * (nothing left to release or in flight). False if the replay is no longer in a state that allows it.
+ */
 export async function concludeReplay(db: Queryable, id: string, to: "auto_paused" | "completed", reason: string | null): Promise<boolean> {
+  const from = replayStatesAllowing(to === "completed" ? "complete" : "autoPause");
   const { rowCount } = await db.query(
     `UPDATE dlq_replays SET status = $2::replay_status, status_reason = $3, version = version + 1, updated_at = now(),
             finished_at = CASE WHEN $2 = 'completed' THEN now() ELSE finished_at END
-      WHERE id = $1 AND status = 'running'`,
-    [id, to, reason],
+      WHERE id = $1 AND status = ANY($4::replay_status[])`,
+    [id, to, reason, from],
   );
   return (rowCount ?? 0) > 0;
 }
