@@ -4,6 +4,14 @@
 ALTER TABLE "queues" ADD COLUMN     "rate_window_count" INTEGER NOT NULL DEFAULT 0,
 ADD COLUMN     "rate_window_start" TIMESTAMPTZ(3);
 
+-- The claim reads each queue's due jobs apart, at most the queue's room (rate or concurrency), so the due index
+-- leads with the queue: with the tenant-wide order, a capped queue's backlog was scanned past on every claim.
+-- DropIndex
+DROP INDEX "jobs_due_idx";
+
+-- CreateIndex
+CREATE INDEX "jobs_due_idx" ON "jobs"("shard", "tenant_id", "queue_id", "priority" DESC, "due_at") WHERE (status = 'scheduled');
+
 -- A tenant's paused dependencies (S11 "pause the affected job class"): the claim holds their jobs, scheduled.
 -- CreateTable
 CREATE TABLE "dependency_pauses" (

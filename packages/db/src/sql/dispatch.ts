@@ -74,9 +74,9 @@ export interface ClaimChunks {
  * it, all in this one statement. The pending attempt is the durable dispatch record (no outbox row, #18): the
  * dispatcher publishes it after the commit, and the reaper re-publishes one whose message never reached a
  * worker. Rows come back in claim order (priority, then due time). Jobs past their expiry deadline are left
- * for the expiry sweep. SKIP LOCKED lets claims run in parallel. A queue with less room than the claim's limit
- * (rate or concurrency) is read apart, at most its room, so its backlog never crowds the tenant's other
- * queues out of the claim.
+ * for the expiry sweep. SKIP LOCKED lets claims run in parallel. Each queue is read apart (jobs_due_idx leads
+ * with the queue), at most its room, so a capped queue's backlog never crowds the tenant's other queues
+ * out of the claim.
  *
  * A queue's `rate_per_second` (#20) holds in every one-second window of the database clock, across shards
  * and scheduler processes. The window is the second of the transaction's `now()`, which is also the
@@ -131,32 +131,23 @@ export async function claimDueJobs(
          FROM queues q WHERE q.tenant_id = $2 AND NOT q.paused AND q.rate_per_second IS NULL
        UNION ALL
        SELECT queue_id, room FROM rated_room
-     ), capped AS (
-       -- Queues whose room (rate or concurrency) is below the claim's limit give at most their room each, so
-       -- the backlog of a capped queue cannot fill the claim and starve the tenant's other queues.
+     ), candidates AS (
+       -- Each queue with room gives at most its room (jobs_due_idx is per queue), so the backlog of a capped
+       -- queue can neither exceed its cap nor crowd the tenant's other queues out of the claim; then the
+       -- best $3 of them, priority first. Locked after the cut, so only what is claimed is locked.
        SELECT c.* FROM room r CROSS JOIN LATERAL (
-         SELECT j.id, j.queue_id, j.priority, j.due_at FROM jobs j
+         SELECT j.id, j.priority, j.due_at FROM jobs j
           WHERE ${due} AND j.queue_id = r.queue_id
           ORDER BY j.priority DESC, j.due_at
-          LIMIT r.room::bigint
-          FOR UPDATE OF j SKIP LOCKED
+          LIMIT least(r.room, $3)::bigint
        ) c
-        WHERE r.room > 0 AND r.room < $3
-     ), uncapped AS (
-       SELECT j.id, j.queue_id, j.priority, j.due_at FROM jobs j
-        WHERE ${due} AND j.queue_id IN (SELECT queue_id FROM room WHERE room >= $3)
-        ORDER BY j.priority DESC, j.due_at
-        LIMIT $3
-        FOR UPDATE OF j SKIP LOCKED
-     ), candidates AS (
-       SELECT * FROM capped UNION ALL SELECT * FROM uncapped
-        ORDER BY priority DESC, due_at
+        WHERE r.room > 0
+        ORDER BY c.priority DESC, c.due_at
         LIMIT $3
      ), picked AS (
-       SELECT c.id FROM (
-         SELECT c.*, row_number() OVER (PARTITION BY c.queue_id ORDER BY c.priority DESC, c.due_at) AS rn FROM candidates c
-       ) c JOIN room r ON r.queue_id = c.queue_id
-        WHERE c.rn <= r.room
+       SELECT j.id FROM jobs j JOIN candidates c ON c.id = j.id
+        WHERE ${statusIn("j.status", claim.from)}
+          FOR UPDATE OF j SKIP LOCKED
      ), claimed AS (
        UPDATE jobs j
           SET status = ${stateLiteral(claim.to.dispatch)}, version = j.version + 1, fencing_token = j.fencing_token + 1,
