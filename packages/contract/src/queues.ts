@@ -8,7 +8,16 @@ export const queueNameSchema = z
 
 const queueSettings = {
   concurrency: z.number().int().min(1).max(100_000).nullable().meta({ description: "Attempts in flight at once; null: only the tenant cap" }),
-  ratePerSecond: z.number().positive().max(100_000).nullable().meta({ description: "Dispatches per second; null: unlimited" }),
+  ratePerSecond: z
+    .number()
+    .positive()
+    .max(100_000)
+    .nullable()
+    .meta({
+      description:
+        "Dispatches per second, held in every one-second window of the database clock across all schedulers; a fractional " +
+        "rate carries over from second to second (0.5: one every other second; 2.5: 2 and 3 alternately); null: unlimited",
+    }),
   defaultMaxAttempts: z.number().int().min(1).max(100),
   defaultBackoff: backoffSchema,
   defaultTimeoutMs: z.number().int().min(100).max(300_000),
