@@ -125,3 +125,33 @@ test("jobs in the console: filter, select and cancel in bulk with a result per j
   await page.goto("/jobs/00000000-0000-4000-8000-000000000000");
   await expect(page.getByTestId("job-not-found")).toBeVisible();
 });
+
+test("a dead job's page shows every attempt on its timeline, each with its error", async ({ page }) => {
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on("end", () => res.writeHead(503, { "content-type": "text/plain" }).end("down for maintenance"));
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  try {
+    const created = await client.call("createJob", {
+      body: { target: { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/always-down` }, maxAttempts: 3, backoff: { strategy: "fixed", baseMs: 200, maxMs: 400, jitter: "none" } },
+    });
+    if (!created.ok) throw new Error(JSON.stringify(created.problem));
+    await expect.poll(async () => { const j = await client.call("getJob", { params: { id: created.body.id } }); return j.ok ? j.body.status : "?"; }, { timeout: 30_000 }).toBe("dead");
+
+    await signIn(page);
+    await page.goto("/jobs");
+    await page.getByTestId("filter-status").selectOption("dead");
+    await page.locator(`[data-job-id="${created.body.id}"]`).getByRole("link").first().click();
+    await expect(page.getByTestId("timeline-attempt")).toHaveCount(3);
+    await expect(page.getByTestId("attempt-row")).toHaveCount(3);
+    for (const row of await page.getByTestId("attempt-row").all()) await expect(row).toContainText("HTTP 503");
+    await expect(page.getByTestId("job-last-error")).toContainText("HTTP 503");
+    await expect(page.getByTestId("fencing-token")).toHaveText(["1", "2", "3"]);
+    await page.getByTestId("attempt-row").first().getByText("Response body (excerpt)").click();
+    await expect(page.getByTestId("attempt-row").first()).toContainText("down for maintenance");
+    await page.screenshot({ path: "test-results/job-dead-1280.png", fullPage: true });
+  } finally {
+    server.close();
+  }
+});

@@ -16,26 +16,28 @@ test("schedules in the console: the rule in words, a DST preview that marks move
 
   await page.getByTestId("cron-input").fill("30 2 * * *");
   await expect(page.getByTestId("cron-description")).toHaveText("At 02:30");
-  await page.getByTestId("zone-input").fill("Europe/Paris");
-  // Spring forward in Paris: 02:30 does not exist on 29 March 2026; shifted by default, to 03:00 (+02:00).
-  await page.getByTestId("preview-from").fill("2026-03-27");
+  await page.getByTestId("zone-input").fill("America/New_York");
+  // Spring forward in New York: 02:30 does not exist on 8 March 2026; shifted by default, to 03:00 (-04:00).
+  await page.getByTestId("preview-from").fill("2026-03-06");
   const rows = page.getByTestId("preview-row");
   const moved = rows.filter({ has: page.locator('[data-testid="dst-note"]') }).first();
   await expect(moved).toHaveAttribute("data-dst", "gap_shifted");
-  await expect(moved).toContainText("2026-03-29 03:00");
+  await expect(moved).toContainText("2026-03-08 03:00");
   await expect(moved).toContainText("Moved: 02:30 does not exist that day; fires at 03:00");
-  await expect(moved).toContainText("2026-03-29 01:00 UTC");
+  await expect(moved).toContainText("2026-03-08 07:00 UTC");
   // With the skip policy the same night shows as not firing.
   await page.getByRole("radio", { name: /^skip: A time that does not exist/ }).check();
-  await expect(rows.filter({ hasText: "2026-03-29" })).toHaveAttribute("data-dst", "gap_skipped");
-  await expect(rows.filter({ hasText: "2026-03-29" })).toContainText("does not fire");
-  // Fall back: with "both", 02:30 on 25 October fires twice, an hour apart.
+  await expect(rows.filter({ hasText: "2026-03-08" })).toHaveAttribute("data-dst", "gap_skipped");
+  await expect(rows.filter({ hasText: "2026-03-08" })).toContainText("does not fire");
+  // Fall back: with "both", 01:30 on 1 November fires twice, an hour apart (EDT, then EST).
+  await page.getByTestId("cron-input").fill("30 1 * * *");
   await page.getByRole("radio", { name: /^both:/ }).check();
-  await page.getByTestId("preview-from").fill("2026-10-24");
-  const doubled = rows.filter({ hasText: "2026-10-25 02:30" });
+  await page.getByTestId("preview-from").fill("2026-10-31");
+  const doubled = rows.filter({ hasText: "2026-11-01 01:30" });
   await expect(doubled).toHaveCount(2);
   await expect(doubled.nth(0)).toContainText("Doubled: first of the two");
-  await expect(doubled.nth(1)).toContainText("+01:00");
+  await expect(doubled.nth(0)).toContainText("-04:00");
+  await expect(doubled.nth(1)).toContainText("-05:00");
 
   // A bad rule is refused at its field; then a valid one is created.
   const name = `e2e-nightly-${Date.now()}`;
@@ -48,7 +50,7 @@ test("schedules in the console: the rule in words, a DST preview that marks move
   await checkPageAtWidths(page, "schedule-new", async () => {
     await expect(page.getByTestId("error-err-timezone")).toBeVisible();
   });
-  await page.getByTestId("zone-input").fill("Europe/Paris");
+  await page.getByTestId("zone-input").fill("America/New_York");
   await page.getByTestId("save-schedule").click();
   await expect(page).toHaveURL(/\/schedules\/[0-9a-f-]{36}$/);
   await expect(page.getByRole("heading", { name })).toBeVisible();
@@ -86,6 +88,7 @@ test("a schedule's page lists the occurrences it fired, each linked to the job i
     await page.goto(`/schedules/${created.body.id}`);
     await expect(page.getByTestId("past-occurrences").getByRole("listitem").first()).toBeVisible({ timeout: 30_000 });
     await expect(page.getByTestId("last-fire")).not.toHaveText("never fired", { timeout: 20_000 });
+    await expect(page.getByTestId("past-occurrences")).toContainText("succeeded", { timeout: 20_000 });
     await page.getByTestId("past-occurrences").getByRole("link").first().click();
     await expect(page).toHaveURL(/\/jobs\/[0-9a-f-]{36}$/);
     await expect(page.getByRole("link", { name: /^occurrence of / })).toBeVisible();

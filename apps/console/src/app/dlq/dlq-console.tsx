@@ -23,8 +23,9 @@ function ReplayForm({ canReplay }: { canReplay: boolean }) {
   const [filter, setFilter] = useState<Filter>({});
   const [rate, setRate] = useState(10);
   const [threshold, setThreshold] = useState(50);
+  const [failureWindow, setFailureWindow] = useState(20);
   const [preview, setPreview] = useState<Preview | null>(null);
-  const body = (dryRun: boolean) => ({ filter, ratePerSecond: rate, failureThreshold: threshold / 100, dryRun });
+  const body = (dryRun: boolean) => ({ filter, ratePerSecond: rate, failureThreshold: threshold / 100, failureWindow, dryRun });
 
   const dryRun = useMutation({
     mutationFn: async () => (await ok(api().call("createDlqReplay", { body: body(true) }))) as Preview,
@@ -72,6 +73,9 @@ function ReplayForm({ canReplay }: { canReplay: boolean }) {
         </label>
         <label className="flex flex-col gap-1 text-xs text-slate-600">Pause above failure %
           <input className={field} type="number" min={0} max={100} value={threshold} onChange={(e) => { setThreshold(Number(e.target.value)); setPreview(null); }} />
+        </label>
+        <label className="flex flex-col gap-1 text-xs text-slate-600">Judged over the last (jobs)
+          <input className={field} type="number" min={1} max={1000} value={failureWindow} onChange={(e) => { setFailureWindow(Number(e.target.value)); setPreview(null); }} />
         </label>
         <div className="col-span-2 flex items-center gap-3 md:col-span-6">
           <button type="submit" disabled={!canReplay || dryRun.isPending}
@@ -145,7 +149,7 @@ function ReplayCard({ replay, canReplay }: { replay: Replay; canReplay: boolean 
       <div className="mb-3 flex flex-col gap-2 sm:flex-row sm:items-center sm:justify-between sm:gap-4">
         <div className="flex flex-wrap items-center gap-x-3 gap-y-1 text-sm">
           <span className={`rounded px-2 py-0.5 text-xs font-medium ${STATUS_STYLE[s]}`} data-testid="replay-status">{s.replace("_", "-")}</span>
-          <span className="text-slate-600">{replay.ratePerSecond}/s · pauses above {Math.round(replay.failureThreshold * 100)}% failures</span>
+          <span className="text-slate-600">{replay.ratePerSecond}/s · pauses above {Math.round(replay.failureThreshold * 100)}% failures of the last {replay.failureWindow}</span>
           <span className="text-slate-600">by {replay.actorName} · {formatTime(replay.createdAt)}</span>
         </div>
         <div className="flex gap-2">

@@ -1,0 +1,165 @@
+"use client";
+
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useState, type FormEvent } from "react";
+import type { Dependency, QueueWithStats } from "@tick/contract";
+import { ApiProblem, buttonClass, consoleApi as api, FieldError, formatDuration, formatTime, ok, primaryButtonClass, QueryState, StatusBadge } from "@/components/ui";
+
+/** Waiting work of a queue as one bar: due now, not due yet, in flight (the numbers are beside it too). */
+function BacklogBar({ stats }: { stats: QueueWithStats["stats"] }) {
+  const notYet = Math.max(0, stats.scheduled - stats.due);
+  const total = stats.due + notYet + stats.inFlight;
+  if (total === 0) return <div className="h-2 rounded bg-slate-100" aria-hidden="true" />;
+  const part = (n: number, color: string, label: string) =>
+    n > 0 ? <div className={color} style={{ width: `${(n / total) * 100}%` }} title={`${label}: ${n}`} /> : null;
+  return (
+    <div className="flex h-2 overflow-hidden rounded bg-slate-100" aria-hidden="true" data-testid="backlog-bar">
+      {part(stats.inFlight, "bg-indigo-500", "in flight")}
+      {part(stats.due, "bg-amber-500", "due now")}
+      {part(notYet, "bg-slate-300", "not due yet")}
+    </div>
+  );
+}
+
+function QueueCard({ queue, canWrite }: { queue: QueueWithStats; canWrite: boolean }) {
+  const queryClient = useQueryClient();
+  const [editing, setEditing] = useState(false);
+  const [concurrency, setConcurrency] = useState(queue.concurrency === null ? "" : String(queue.concurrency));
+  const [rate, setRate] = useState(queue.ratePerSecond === null ? "" : String(queue.ratePerSecond));
+  const refresh = () => void queryClient.invalidateQueries({ queryKey: ["queues"] });
+  const toggle = useMutation({
+    mutationFn: () => ok(queue.paused ? api().call("resumeQueue", { params: { name: queue.name } }) : api().call("pauseQueue", { params: { name: queue.name } })),
+    onSuccess: refresh,
+  });
+  const save = useMutation({
+    mutationFn: () =>
+      ok(api().call("updateQueue", {
+        params: { name: queue.name },
+        body: { concurrency: concurrency.trim() === "" ? null : Number(concurrency), ratePerSecond: rate.trim() === "" ? null : Number(rate) },
+      })),
+    onSuccess: () => {
+      setEditing(false);
+      refresh();
+    },
+  });
+  const fields = save.error instanceof ApiProblem ? save.error.fields : {};
+  const s = queue.stats;
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    save.mutate();
+  };
+  return (
+    <li className="rounded-lg border border-slate-200 p-4" data-testid="queue-card" data-queue={queue.name}>
+      <div className="flex flex-wrap items-start justify-between gap-3">
+        <div className="min-w-0">
+          <h3 className="flex flex-wrap items-center gap-2 font-medium"><span className="break-all">{queue.name}</span> <StatusBadge status={queue.paused ? "paused" : "active"} /></h3>
+          <p className="mt-0.5 text-xs text-slate-600" data-testid="queue-limits">
+            {queue.concurrency === null ? "no concurrency cap" : `at most ${queue.concurrency} in flight`} · {queue.ratePerSecond === null ? "no rate limit" : `at most ${queue.ratePerSecond}/s`} · {queue.defaultMaxAttempts} attempts by default
+          </p>
+        </div>
+        {canWrite ? (
+          <div className="flex flex-wrap gap-2">
+            <button type="button" className={buttonClass} disabled={toggle.isPending} onClick={() => toggle.mutate()} data-testid={queue.paused ? "resume-queue" : "pause-queue"}>
+              {queue.paused ? "Resume" : "Pause"}<span className="sr-only"> queue {queue.name}</span>
+            </button>
+            {!editing ? <button type="button" className={buttonClass} onClick={() => setEditing(true)} data-testid="edit-queue">Limits…<span className="sr-only"> of {queue.name}</span></button> : null}
+          </div>
+        ) : null}
+      </div>
+      <dl className="mt-3 grid grid-cols-2 gap-x-4 gap-y-1 text-sm sm:grid-cols-4" data-testid="queue-stats">
+        <div><dt className="text-xs text-slate-600">Due now</dt><dd className="font-medium" data-testid="stat-due">{s.due}</dd></div>
+        <div><dt className="text-xs text-slate-600">Waiting in all</dt><dd className="font-medium">{s.scheduled}</dd></div>
+        <div><dt className="text-xs text-slate-600">In flight</dt><dd className="font-medium" data-testid="stat-in-flight">{s.inFlight}</dd></div>
+        <div><dt className="text-xs text-slate-600">Oldest due waited</dt><dd className="font-medium">{s.oldestDueAgeMs === null ? "—" : formatDuration(s.oldestDueAgeMs)}</dd></div>
+      </dl>
+      <div className="mt-2"><BacklogBar stats={s} /></div>
+      {queue.paused && s.due > 0 ? <p className="mt-2 text-sm text-amber-900" data-testid="paused-waiting">Paused: {s.due} due job{s.due === 1 ? "" : "s"} wait{s.due === 1 ? "s" : ""} here until it is resumed; nothing is lost.</p> : null}
+      {editing ? (
+        <form className="mt-3 grid gap-3 rounded-md bg-slate-50 p-3 sm:grid-cols-[1fr_1fr_auto]" onSubmit={submit} aria-label={`Limits of ${queue.name}`}>
+          <label className="text-sm font-medium text-slate-800">Concurrency
+            <input className="mt-1 block w-full rounded-md border border-slate-300 px-2 py-1.5 text-sm" inputMode="numeric" value={concurrency} onChange={(e) => setConcurrency(e.target.value)} placeholder="no cap"
+              aria-describedby={fields.concurrency ? `err-concurrency-${queue.name}` : undefined} />
+            <FieldError id={`err-concurrency-${queue.name}`} message={fields.concurrency} />
+          </label>
+          <label className="text-sm font-medium text-slate-800">Rate (dispatches per second)
+            <input className="mt-1 block w-full rounded-md border border-slate-300 px-2 py-1.5 text-sm" inputMode="decimal" value={rate} onChange={(e) => setRate(e.target.value)} placeholder="unlimited"
+              aria-describedby={fields.ratePerSecond ? `err-rate-${queue.name}` : undefined} />
+            <FieldError id={`err-rate-${queue.name}`} message={fields.ratePerSecond} />
+          </label>
+          <div className="flex items-end gap-2">
+            <button type="submit" className={primaryButtonClass} disabled={save.isPending} data-testid="save-queue">Save</button>
+            <button type="button" className={buttonClass} onClick={() => setEditing(false)}>Cancel</button>
+          </div>
+          {save.error && Object.keys(fields).length === 0 ? <p role="alert" className="text-sm text-red-800 sm:col-span-3">{save.error.message}</p> : null}
+        </form>
+      ) : null}
+      {toggle.error ? <p role="alert" className="mt-2 text-sm text-red-800">{toggle.error.message}</p> : null}
+    </li>
+  );
+}
+
+function BreakerBadge({ breaker }: { breaker: Dependency["breaker"] }) {
+  if (!breaker) return <span className="text-xs text-slate-600">breaker state unknown (store did not answer)</span>;
+  if (breaker.state === "open") return <span className="inline-block rounded bg-red-100 px-1.5 py-0.5 text-xs font-medium text-red-900">breaker open until {formatTime(breaker.openUntil, { precise: true })}</span>;
+  if (breaker.state === "half_open") return <span className="inline-block rounded bg-amber-100 px-1.5 py-0.5 text-xs font-medium text-amber-900">breaker half-open: probing</span>;
+  return <span className="inline-block rounded bg-emerald-100 px-1.5 py-0.5 text-xs font-medium text-emerald-900">breaker closed</span>;
+}
+
+function DependencyRow({ dep, canWrite }: { dep: Dependency; canWrite: boolean }) {
+  const queryClient = useQueryClient();
+  const toggle = useMutation({
+    mutationFn: () => ok(dep.paused ? api().call("resumeDependency", { params: { key: dep.key } }) : api().call("pauseDependency", { params: { key: dep.key }, body: {} })),
+    onSuccess: () => {
+      void queryClient.invalidateQueries({ queryKey: ["dependencies"] });
+      void queryClient.invalidateQueries({ queryKey: ["queues"] });
+    },
+  });
+  return (
+    <li className="flex flex-wrap items-center justify-between gap-3 py-2.5" data-testid="dependency-row" data-dependency={dep.key}>
+      <div className="min-w-0">
+        <p className="flex flex-wrap items-center gap-2 text-sm"><code className="break-all">{dep.key}</code> <BreakerBadge breaker={dep.breaker} /> {dep.paused ? <StatusBadge status="paused" /> : null}</p>
+        <p className="text-xs text-slate-600">{dep.due} due · {dep.inFlight} in flight{dep.paused && dep.pausedAt ? ` · paused ${formatTime(dep.pausedAt)}${dep.reason ? `: ${dep.reason}` : ""}` : ""}</p>
+      </div>
+      {canWrite ? (
+        <button type="button" className={buttonClass} disabled={toggle.isPending} onClick={() => toggle.mutate()} data-testid={dep.paused ? "resume-dependency" : "pause-dependency"}>
+          {dep.paused ? "Resume its jobs" : "Pause its jobs"}<span className="sr-only"> ({dep.key})</span>
+        </button>
+      ) : null}
+      {toggle.error ? <p role="alert" className="w-full text-sm text-red-800">{toggle.error.message}</p> : null}
+    </li>
+  );
+}
+
+export function QueuesConsole({ canWrite }: { canWrite: boolean }) {
+  const queues = useQuery({ queryKey: ["queues"], queryFn: () => ok(api().call("listQueues", {})), refetchInterval: 5_000 });
+  const deps = useQuery({ queryKey: ["dependencies"], queryFn: () => ok(api().call("listDependencies", {})), refetchInterval: 5_000 });
+  const rows = (queues.data?.data ?? []) as QueueWithStats[];
+  const depRows = deps.data?.data ?? [];
+  return (
+    <div className="space-y-6">
+      <section className="rounded-xl border border-slate-200 bg-white p-5" aria-labelledby="queues-heading">
+        <h2 id="queues-heading" className="font-medium">Queues</h2>
+        <p className="mb-4 text-sm text-slate-600">
+          Live figures, refreshed every 5 s. A paused queue&apos;s jobs wait, scheduled; the other queues keep running. The rate is enforced in every one-second window, across all schedulers.
+        </p>
+        <ul className="mb-3 flex flex-wrap gap-x-4 gap-y-1 text-xs text-slate-700" aria-label="Bar key">
+          <li className="inline-flex items-center gap-1.5"><span aria-hidden="true" className="h-2.5 w-4 rounded-sm bg-indigo-500" />in flight</li>
+          <li className="inline-flex items-center gap-1.5"><span aria-hidden="true" className="h-2.5 w-4 rounded-sm bg-amber-500" />due now</li>
+          <li className="inline-flex items-center gap-1.5"><span aria-hidden="true" className="h-2.5 w-4 rounded-sm bg-slate-300" />not due yet</li>
+        </ul>
+        <QueryState isPending={queues.isPending} error={queues.error} isEmpty={rows.length === 0} retry={() => void queues.refetch()} empty="No queues yet: one named default is made with the tenant.">
+          <ul className="space-y-3" data-testid="queue-list">{rows.map((q) => <QueueCard key={q.name} queue={q} canWrite={canWrite} />)}</ul>
+        </QueryState>
+      </section>
+      <section className="rounded-xl border border-slate-200 bg-white p-5" aria-labelledby="deps-heading">
+        <h2 id="deps-heading" className="font-medium">Dependencies</h2>
+        <p className="mb-3 text-sm text-slate-600">
+          The services your jobs call (by default the target&apos;s host), with their circuit breakers. Pausing one holds only its jobs, in every queue, while the rest keep running.
+        </p>
+        <QueryState isPending={deps.isPending} error={deps.error} isEmpty={depRows.length === 0} retry={() => void deps.refetch()} empty="No dependency yet: one appears when a job is waiting for or calling it.">
+          <ul className="divide-y divide-slate-100" data-testid="dependency-list">{depRows.map((d) => <DependencyRow key={d.key} dep={d} canWrite={canWrite} />)}</ul>
+        </QueryState>
+      </section>
+    </div>
+  );
+}
