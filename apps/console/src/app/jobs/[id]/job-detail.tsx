@@ -5,12 +5,13 @@ import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useState, type ReactNode } from "react";
 import type { Job } from "@tick/contract";
+import { TERMINAL_STATES } from "@tick/core";
 import { AttemptTimeline, TimelineLegend } from "@/components/attempt-timeline";
 import { ApiProblem, buttonClass, consoleApi as api, formatDuration, formatTime, ok, primaryButtonClass, QueryState, StatusBadge } from "@/components/ui";
 
 type JobWithAttempts = Job & { attempts: { id: string; number: number; status: string; fencingToken: string; workerId: string | null; dispatchedAt: string; startedAt: string | null; finishedAt: string | null; leaseExpiresAt: string | null; outcome: string | null; httpStatus: number | null; error: unknown; durationMs: number | null }[] };
 
-const FINISHED = new Set(["succeeded", "dead", "cancelled", "expired"]);
+const FINISHED = new Set<string>(TERMINAL_STATES);
 
 /** What a cancel will do to this job, said before it is done (the API's outcomes, in words). */
 function cancelWording(job: JobWithAttempts): string {
