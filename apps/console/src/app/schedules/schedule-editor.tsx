@@ -4,8 +4,9 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
 import { useMemo, useState, type FormEvent, type ReactNode } from "react";
 import type { Schedule } from "@tick/contract";
+import { FormError, optionalNumber, placeErrors, TextAreaField, TextField } from "@/components/form-fields";
 import { headerLines, parseHeaderLines } from "@/components/header-lines";
-import { ApiProblem, buttonClass, consoleApi as api, FieldError, inputClass, ok, primaryButtonClass } from "@/components/ui";
+import { buttonClass, consoleApi as api, FieldError, inputClass, ok, primaryButtonClass } from "@/components/ui";
 import { describeCron, SchedulePreview } from "./schedule-preview";
 
 const GAP = {
@@ -84,7 +85,7 @@ export function ScheduleEditor({ existing, onSaved }: { existing?: Schedule; onS
   });
   const [local, setLocal] = useState<Record<string, string>>({});
   const set = (k: keyof typeof form) => (e: { target: { value: string } }) => setForm((f) => ({ ...f, [k]: e.target.value }));
-  const zoneList = useMemo(zones, []);
+  const zoneList = useMemo(() => zones(), []);
   const description = describeCron(form.cron);
 
   const save = useMutation({
@@ -97,13 +98,7 @@ export function ScheduleEditor({ existing, onSaved }: { existing?: Schedule; onS
       else router.push(`/schedules/${saved.id}`);
     },
   });
-  const problem = save.error instanceof ApiProblem ? save.error : null;
-  const errors: Record<string, string> = { ...local };
-  const unplaced: [string, string][] = [];
-  for (const [path, message] of Object.entries(problem?.paths ?? {})) {
-    if (PLACED.has(fieldOf(path))) errors[fieldOf(path)] ??= message;
-    else unplaced.push([path, message]);
-  }
+  const { errors, unplaced, problem } = placeErrors(save.error, PLACED, fieldOf, local);
   if (problem?.type?.endsWith("/conflict")) errors.name ??= problem.message;
 
   const submit = (e: FormEvent) => {
@@ -111,7 +106,7 @@ export function ScheduleEditor({ existing, onSaved }: { existing?: Schedule; onS
     const headers = parseHeaderLines(form.headers);
     if (headers.error) return setLocal({ headers: headers.error });
     setLocal({});
-    const num = (v: string) => (v.trim() === "" ? undefined : Number(v));
+    const num = optionalNumber;
     // The saved template keeps what this form does not show (backoff, metadata, expiry, dependency).
     const kept = Object.fromEntries(Object.entries(existing?.job ?? {}).filter(([k, v]) => v !== null && !["target", "maxAttempts", "priority", "callbackUrl"].includes(k)));
     const job = {
@@ -129,13 +124,7 @@ export function ScheduleEditor({ existing, onSaved }: { existing?: Schedule; onS
   };
 
   const input = (name: keyof typeof form, label: string, props: Record<string, unknown> = {}, hint?: ReactNode) => (
-    <label className="block text-sm font-medium text-slate-800">
-      {label}
-      <input className={inputClass} name={name} value={form[name]} onChange={set(name)} aria-invalid={errors[name] ? true : undefined}
-        aria-describedby={errors[name] ? `err-${name}` : undefined} {...props} />
-      {hint ? <span className="mt-1 block text-xs font-normal text-slate-600">{hint}</span> : null}
-      <FieldError id={`err-${name}`} message={errors[name]} />
-    </label>
+    <TextField name={name} label={label} value={String(form[name])} onChange={(v) => setForm((f) => ({ ...f, [name]: v }))} error={errors[name]} hint={hint} {...props} />
   );
 
   return (
@@ -173,17 +162,10 @@ export function ScheduleEditor({ existing, onSaved }: { existing?: Schedule; onS
           </label>
           {input("url", "Target URL", { type: "url", placeholder: "https://api.example.com/reports" })}
           <div className="sm:col-span-2">
-            <label className="block text-sm font-medium text-slate-800">Headers
-              <textarea className={`${inputClass} font-mono`} rows={2} value={form.headers} onChange={set("headers")} placeholder="Authorization: Bearer …"
-                aria-invalid={errors.headers ? true : undefined} aria-describedby={errors.headers ? "err-headers" : undefined} />
-              <FieldError id="err-headers" message={errors.headers} />
-            </label>
+            <TextAreaField name="headers" label="Headers" rows={2} value={form.headers} onChange={(v) => setForm((f) => ({ ...f, headers: v }))} error={errors.headers} placeholder="Authorization: Bearer …" />
           </div>
           <div className="sm:col-span-2">
-            <label className="block text-sm font-medium text-slate-800">Body
-              <textarea className={`${inputClass} font-mono`} rows={3} value={form.body} onChange={set("body")} />
-              <FieldError id="err-body" message={errors.body} />
-            </label>
+            <TextAreaField name="body" label="Body" value={form.body} onChange={(v) => setForm((f) => ({ ...f, body: v }))} error={errors.body} />
           </div>
         </fieldset>
         <div className="grid gap-4 sm:grid-cols-3">
@@ -192,12 +174,7 @@ export function ScheduleEditor({ existing, onSaved }: { existing?: Schedule; onS
           {input("callbackUrl", "Callback URL", { type: "url", placeholder: "https://…" })}
         </div>
 
-        {save.error ? (
-          <div role="alert" className="rounded-md bg-red-50 p-2 text-sm text-red-800" data-testid="form-error">
-            <p>The schedule was not saved: {save.error.message}</p>
-            {unplaced.length > 0 ? <ul className="mt-1 list-disc pl-5">{unplaced.map(([path, message]) => <li key={path}>{path ? `${path}: ` : ""}{message}</li>)}</ul> : null}
-          </div>
-        ) : null}
+        <FormError error={save.error} unplaced={unplaced} what="The schedule" />
         <div className="flex gap-2">
           <button type="submit" className={primaryButtonClass} disabled={save.isPending} data-testid="save-schedule">{save.isPending ? "Saving…" : existing ? "Save changes" : "Create schedule"}</button>
           {existing && onSaved ? <button type="button" className={buttonClass} onClick={() => onSaved(existing)}>Cancel</button> : null}

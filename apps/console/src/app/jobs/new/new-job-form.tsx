@@ -4,8 +4,9 @@ import { useMutation, useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useState, type FormEvent, type ReactNode } from "react";
+import { FormError, optionalNumber, placeErrors, TextAreaField, TextField } from "@/components/form-fields";
 import { parseHeaderLines } from "@/components/header-lines";
-import { ApiProblem, consoleApi as api, FieldError, inputClass, ok, primaryButtonClass } from "@/components/ui";
+import { consoleApi as api, FieldError, inputClass, ok, primaryButtonClass } from "@/components/ui";
 
 const METHODS = ["POST", "GET", "PUT", "PATCH", "DELETE"] as const;
 
@@ -35,13 +36,7 @@ export function NewJobForm() {
     mutationFn: (body: Record<string, unknown>) => ok(api().call("createJob", { body: body, ...(form.idempotencyKey.trim() ? { idempotencyKey: form.idempotencyKey.trim() } : {}) })),
     onSuccess: (job) => router.push(`/jobs/${job.id}`),
   });
-  const problem = create.error instanceof ApiProblem ? create.error : null;
-  const errors: Record<string, string> = { ...local };
-  const unplaced: [string, string][] = [];
-  for (const [path, message] of Object.entries(problem?.paths ?? {})) {
-    if (PLACED.has(fieldOf(path))) errors[fieldOf(path)] ??= message;
-    else unplaced.push([path, message]);
-  }
+  const { errors, unplaced } = placeErrors(create.error, PLACED, fieldOf, local);
 
   const submit = (e: FormEvent) => {
     e.preventDefault();
@@ -51,7 +46,7 @@ export function NewJobForm() {
       return;
     }
     setLocal({});
-    const num = (v: string) => (v.trim() === "" ? undefined : Number(v));
+    const num = optionalNumber;
     create.mutate({
       queue: form.queue,
       target: {
@@ -73,13 +68,7 @@ export function NewJobForm() {
   };
 
   const input = (name: keyof typeof form, label: string, props: Record<string, unknown> = {}, hint?: ReactNode) => (
-    <label className="block text-sm font-medium text-slate-800">
-      {label}
-      <input className={inputClass} name={name} value={form[name]} onChange={set(name)} aria-invalid={errors[name] ? true : undefined}
-        aria-describedby={errors[name] ? `err-${name}` : undefined} {...props} />
-      {hint ? <span className="mt-1 block text-xs font-normal text-slate-600">{hint}</span> : null}
-      <FieldError id={`err-${name}`} message={errors[name]} />
-    </label>
+    <TextField name={name} label={label} value={String(form[name])} onChange={(v) => setForm((f) => ({ ...f, [name]: v }))} error={errors[name]} hint={hint} {...props} />
   );
 
   return (
@@ -95,19 +84,11 @@ export function NewJobForm() {
           </label>
           {input("url", "Target URL", { type: "url", required: true, placeholder: "https://api.example.com/tasks" }, "Public http(s) addresses only: private, loopback and link-local ones are refused.")}
           <div className="sm:col-span-2">
-            <label className="block text-sm font-medium text-slate-800">Headers
-              <textarea className={`${inputClass} font-mono`} rows={3} value={form.headers} onChange={set("headers")} placeholder={"Authorization: Bearer …\nX-Team: billing"}
-                aria-invalid={errors.headers ? true : undefined} aria-describedby={errors.headers ? "err-headers" : undefined} />
-              <span className="mt-1 block text-xs font-normal text-slate-600">One per line. Tick adds Idempotency-Key, Tick-Attempt-Id, Tick-Fencing-Token and a signature.</span>
-              <FieldError id="err-headers" message={errors.headers} />
-            </label>
+            <TextAreaField name="headers" label="Headers" value={form.headers} onChange={(v) => setForm((f) => ({ ...f, headers: v }))} error={errors.headers}
+              placeholder={"Authorization: Bearer …\nX-Team: billing"} hint="One per line. Tick adds Idempotency-Key, Tick-Attempt-Id, Tick-Fencing-Token and a signature." />
           </div>
           <div className="sm:col-span-2">
-            <label className="block text-sm font-medium text-slate-800">Body
-              <textarea className={`${inputClass} font-mono`} rows={4} value={form.body} onChange={set("body")} placeholder='{"orderId": 42}'
-                aria-invalid={errors.body ? true : undefined} aria-describedby={errors.body ? "err-body" : undefined} />
-              <FieldError id="err-body" message={errors.body} />
-            </label>
+            <TextAreaField name="body" label="Body" rows={4} value={form.body} onChange={(v) => setForm((f) => ({ ...f, body: v }))} error={errors.body} placeholder='{"orderId": 42}' />
           </div>
           <div className="sm:col-span-2">{input("timeoutMs", "Timeout (ms)", { inputMode: "numeric", placeholder: "the queue's default" })}</div>
         </fieldset>
@@ -160,12 +141,7 @@ export function NewJobForm() {
           {input("dependencyKey", "Dependency", { placeholder: "the target's host" }, "Its circuit breaker; defaults to the target's host.")}
         </fieldset>
 
-        {create.error ? (
-          <div role="alert" className="rounded-md bg-red-50 p-2 text-sm text-red-800" data-testid="form-error">
-            <p>The job was not created: {create.error.message}</p>
-            {unplaced.length > 0 ? <ul className="mt-1 list-disc pl-5">{unplaced.map(([path, message]) => <li key={path}>{path ? `${path}: ` : ""}{message}</li>)}</ul> : null}
-          </div>
-        ) : null}
+        <FormError error={create.error} unplaced={unplaced} what="The job" />
         <button type="submit" className={primaryButtonClass} disabled={create.isPending} data-testid="create-job">{create.isPending ? "Creating…" : "Create job"}</button>
       </form>
     </section>
