@@ -11,3 +11,4 @@ export * from "./attempt-message.js";
 export * from "./dependency.js";
 export * from "./replay.js";
 export * from "./idempotency.js";
+export * from "./lag-histogram.js";
