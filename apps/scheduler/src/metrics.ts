@@ -26,7 +26,8 @@ export function createSchedulerMetrics(registry: Registry) {
     replayAutoPauses: new Counter({ name: "tick_replay_auto_pauses_total", help: "DLQ replays paused automatically because replayed jobs kept failing", registers: [registry] }),
     maintenanceRows: new Counter({
       name: "tick_maintenance_rows_total",
-      help: "Rows the maintenance loop moved or deleted (jobs_archived, history_jobs_deleted, outbox_deleted, ...) and partitions created or dropped",
+      help:
+        "Rows the maintenance loop counted, wrote, moved or deleted (jobs_rolled_up, rollup_rows_written, gauge_rows_sampled, rollup_rows_deleted, jobs_archived, history_jobs_deleted, outbox_deleted, ...) and partitions created or dropped",
       labelNames: ["task"],
       registers: [registry],
     }),

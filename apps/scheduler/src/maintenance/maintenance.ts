@@ -33,6 +33,8 @@ export interface PruneBudget {
 }
 
 export interface MaintenanceResult {
+  /** Finished jobs counted into the per-minute rollups (#20). */
+  rolledUpJobs: number;
   archivedJobs: number;
   archivedAttempts: number;
   prunedJobs: number;
@@ -42,7 +44,9 @@ export interface MaintenanceResult {
 
 /**
  * The data lifecycle (issue #10), a scheduler loop like the others: per held shard and fenced by its
- * lease, finished jobs and their attempts move from the hot tables into day-partitioned history, and
+ * lease, finished jobs are counted into the per-minute rollups the console's charts read (#20) and each
+ * queue's figures sampled once a minute, then finished jobs and their attempts move from the hot tables
+ * into day-partitioned history (never before they are counted), and
  * history past the tenant's retention is deleted in bounded batches. The holder of the lowest shard also
  * does the deployment-wide part: history partitions ahead and behind (dropped whole past the retention
  * ceiling), expired idempotency keys, published outbox rows and old webhook deliveries. Every statement
@@ -70,6 +74,9 @@ export class Maintenance {
   /** Which held shard deletes history first in the next round (rotates, so none waits behind the others for ever). */
   private pruneOffset = 0;
 
+  /** Per shard: when (this process's clock) the database's next minute starts, the next gauge sample due. */
+  private readonly nextGaugeSampleAt = new Map<number, number>();
+
   /**
    * One round over the held shards: every shard's finished jobs move to history; then expired history is
    * deleted shard by shard within one time budget (pruneBudgetMs) for the whole round; then, if shard 0 is
@@ -79,17 +86,33 @@ export class Maintenance {
     const results: MaintenanceResult[] = [];
     // One read first says which shards have anything to move or delete (and which leases went stale);
     // only those get fenced passes.
-    const [toArchive, toPrune] = await Promise.all([
+    const [toRollUp, toArchive, toPrune] = await Promise.all([
+      sql.shardsToRollUp(this.pool, this.config.holder, held),
       sql.shardsToArchive(this.pool, this.config.holder, held, this.config.archiveAfterMs),
       sql.shardsToPrune(this.pool, this.config.holder, held, this.config.retentionMaxDays),
     ]);
     for (const lease of held) {
-      const result: MaintenanceResult = { archivedJobs: 0, archivedAttempts: 0, prunedJobs: 0, refused: false };
+      const result: MaintenanceResult = { rolledUpJobs: 0, archivedJobs: 0, archivedAttempts: 0, prunedJobs: 0, refused: false };
       if (toArchive.stale.has(lease.shard)) {
         await refuseStale(this.pool, lease, this.onStale);
         result.refused = true;
+        results.push(result);
+        continue;
       }
-      results.push(toArchive.busy.has(lease.shard) ? await this.archiveShard(lease) : result);
+      // Counted before moved: the archiver takes only jobs below the shard's rollup watermark.
+      if (toRollUp.busy.has(lease.shard)) {
+        const rolled = await this.rollUpShard(lease);
+        result.rolledUpJobs = rolled.rolledUpJobs;
+        if (rolled.refused) {
+          results.push({ ...result, refused: true });
+          continue;
+        }
+      }
+      if ((await this.sampleGauges(lease)).refused) {
+        results.push({ ...result, refused: true });
+        continue;
+      }
+      results.push(toArchive.busy.has(lease.shard) ? { ...(await this.archiveShard(lease)), rolledUpJobs: result.rolledUpJobs } : result);
     }
     const budget: PruneBudget = { remainingMs: this.config.pruneBudgetMs };
     const first = this.pruneOffset % Math.max(1, held.length);
@@ -107,10 +130,55 @@ export class Maintenance {
     return results;
   }
 
+  /**
+   * Counts the shard's finished jobs into job_minute_stats (sql.rollUpFinishedJobs): per batch one fenced
+   * transaction that locks the shard's watermark, counts the jobs between it and the next bound, and moves
+   * it there, so every job is counted once whoever holds the shard. At most maxBatchesPerRound batches.
+   */
+  async rollUpShard(lease: HeldLease): Promise<{ rolledUpJobs: number; refused: boolean }> {
+    const { batch } = this.config;
+    let rolledUpJobs = 0;
+    for (let round = 0; round < this.config.maxBatchesPerRound; round++) {
+      const rolled = await this.fence(lease, async (client) => {
+        const through = await sql.lockRollupWatermark(client, lease.shard);
+        return sql.rollUpFinishedJobs(client, lease.shard, through, batch);
+      });
+      if (!rolled.ok) return { rolledUpJobs, refused: true };
+      rolledUpJobs += rolled.value.jobs;
+      this.count("rollup_rows_written", rolled.value.rows);
+      if (rolled.value.jobs < batch) break;
+    }
+    this.count("jobs_rolled_up", rolledUpJobs);
+    return { rolledUpJobs, refused: false };
+  }
+
+  /**
+   * Once per database minute per shard: samples every queue's live figures of the shard's tenants into
+   * queue_minute_gauges, then deletes the shard's rollup rows past retention (greatest(the tenant's
+   * retention, 8 days)). When the sample is due is kept in memory, translated to this process's clock by
+   * the offset seen at the last sample; a scheduler that takes the shard over samples at once (the
+   * sample of a minute overwrites an earlier one).
+   */
+  async sampleGauges(lease: HeldLease): Promise<{ sampled: boolean; refused: boolean }> {
+    if (Date.now() < (this.nextGaugeSampleAt.get(lease.shard) ?? 0)) return { sampled: false, refused: false };
+    const sampled = await this.fence(lease, (client) => sql.sampleQueueGauges(client, lease.shard));
+    if (!sampled.ok) return { sampled: false, refused: true };
+    const { rows, minute, now } = sampled.value;
+    this.nextGaugeSampleAt.set(lease.shard, Date.now() + (minute.getTime() + 60_000 - now.getTime()));
+    this.count("gauge_rows_sampled", rows);
+    for (let round = 0; round < this.config.maxBatchesPerRound; round++) {
+      const pruned = await this.fence(lease, (client) => sql.pruneRollups(client, lease.shard, this.config.retentionMaxDays, this.config.batch));
+      if (!pruned.ok) return { sampled: true, refused: true };
+      this.count("rollup_rows_deleted", pruned.value);
+      if (pruned.value < this.config.batch) break;
+    }
+    return { sampled: true, refused: false };
+  }
+
   /** Moves the shard's finished jobs (and their attempts) to history, at most maxBatchesPerRound batches. */
   async archiveShard(lease: HeldLease): Promise<MaintenanceResult> {
     const { batch } = this.config;
-    const result: MaintenanceResult = { archivedJobs: 0, archivedAttempts: 0, prunedJobs: 0, refused: false };
+    const result: MaintenanceResult = { rolledUpJobs: 0, archivedJobs: 0, archivedAttempts: 0, prunedJobs: 0, refused: false };
     for (let round = 0; round < this.config.maxBatchesPerRound; round++) {
       const moved = await this.fence(lease, async (client) => {
         const picked = await sql.lockArchivableJobs(client, lease.shard, this.config.archiveAfterMs, batch);

@@ -16,3 +16,4 @@ export * from "./job-status-writes.js";
 export * from "./accounts.js";
 export * from "./queues.js";
 export * from "./dependencies.js";
+export * from "./rollups.js";

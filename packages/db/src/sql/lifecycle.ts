@@ -11,25 +11,28 @@ export const JOBS_ALL = "history.jobs_all";
 export const ATTEMPTS_ALL = "history.attempts_all";
 
 const NOT_HELD_BY_A_REPLAY = `NOT EXISTS (SELECT 1 FROM dlq_replay_items i WHERE i.job_id = j.id AND i.outcome IS NULL)`;
+/** Counted by the shard's per-minute rollup (#20, sql/rollups.ts) already; `shard` is the SQL naming the shard. */
+const ROLLED_UP = (shard: string) => `j.finished_at < (SELECT w.through FROM rollup_watermarks w WHERE w.shard = ${shard})`;
 
 /**
  * Finished jobs of a shard due to leave the hot table, oldest first, locked (SKIP LOCKED: a job someone
  * else is changing waits for the next round): succeeded, cancelled and expired jobs finished more than
  * `graceMs` ago, and dead jobs past their tenant's DLQ retention. A job an unsettled DLQ replay still
- * watches stays until the replay has recorded its outcome.
+ * watches stays until the replay has recorded its outcome, and every job stays until the shard's rollup
+ * has counted it (finished before the shard's rollup watermark; no watermark yet: nothing moves).
  */
 export async function lockArchivableJobs(db: Queryable, shard: number, graceMs: number, batch: number): Promise<{ id: string; day: string }[]> {
   const { rows } = await db.query<{ id: string; day: string }>(
     `WITH done AS (
        SELECT j.id, j.finished_at FROM jobs j
         WHERE j.shard = $1 AND j.status IN ('succeeded', 'cancelled', 'expired')
-          AND j.finished_at < now() - make_interval(secs => $2 / 1000.0) AND ${NOT_HELD_BY_A_REPLAY}
+          AND j.finished_at < now() - make_interval(secs => $2 / 1000.0) AND ${ROLLED_UP("$1")} AND ${NOT_HELD_BY_A_REPLAY}
         ORDER BY j.finished_at LIMIT $3 FOR UPDATE OF j SKIP LOCKED
      ), dead AS (
        SELECT j.id, j.finished_at FROM jobs j JOIN tenants t ON t.id = j.tenant_id
         WHERE j.shard = $1 AND j.status = 'dead'
           AND j.finished_at < now() - make_interval(days => 1)
-          AND j.finished_at < now() - make_interval(days => t.dlq_retention_days) AND ${NOT_HELD_BY_A_REPLAY}
+          AND j.finished_at < now() - make_interval(days => t.dlq_retention_days) AND ${ROLLED_UP("$1")} AND ${NOT_HELD_BY_A_REPLAY}
         ORDER BY j.finished_at LIMIT $3 FOR UPDATE OF j SKIP LOCKED
      )
      SELECT id, to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day FROM (SELECT * FROM done UNION ALL SELECT * FROM dead) x`,
@@ -40,7 +43,8 @@ export async function lockArchivableJobs(db: Queryable, shard: number, graceMs: 
 
 /**
  * Which of these shards have finished jobs to move to history (a superset of what lockArchivableJobs
- * takes: a job a replay still watches counts here), and which leases are stale. Read-only, one statement
+ * takes: a job a replay still watches counts here; one the rollup has not counted yet does not), and which
+ * leases are stale. Read-only, one statement
  * for all shards (#18: a fenced transaction per shard and round found nothing on almost every one).
  */
 export function shardsToArchive(db: Queryable, holder: string, leases: readonly ShardProbe[], graceMs: number): Promise<ProbeResult> {
@@ -49,10 +53,10 @@ export function shardsToArchive(db: Queryable, holder: string, leases: readonly 
     holder,
     leases,
     `EXISTS (SELECT 1 FROM jobs j WHERE j.shard = s.shard AND j.status IN ('succeeded', 'cancelled', 'expired')
-              AND j.finished_at < now() - make_interval(secs => $4 / 1000.0))
+              AND j.finished_at < now() - make_interval(secs => $4 / 1000.0) AND ${ROLLED_UP("s.shard")})
      OR EXISTS (SELECT 1 FROM jobs j JOIN tenants t ON t.id = j.tenant_id
               WHERE j.shard = s.shard AND j.status = 'dead' AND j.finished_at < now() - make_interval(days => 1)
-                AND j.finished_at < now() - make_interval(days => t.dlq_retention_days))`,
+                AND j.finished_at < now() - make_interval(days => t.dlq_retention_days) AND ${ROLLED_UP("s.shard")})`,
     [graceMs],
   );
 }
