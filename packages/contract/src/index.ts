@@ -12,3 +12,4 @@ export * from "./dlq.js";
 export * from "./lifecycle.js";
 export * from "./accounts.js";
 export * from "./dependencies.js";
+export * from "./stats.js";

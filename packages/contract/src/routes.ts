@@ -51,6 +51,7 @@ import { auditPageSchema, auditQuerySchema } from "./audit.js";
 import { createReplaySchema, replayListQuerySchema, replayPageSchema, replayPreviewSchema, replaySchema } from "./dlq.js";
 import { createScheduleSchema, previewQuerySchema, previewRuleSchema, previewSchema, schedulePageSchema, scheduleSchema, updateScheduleSchema } from "./schedules.js";
 import type { ApiKeyScope } from "./scopes.js";
+import { statsQuerySchema, statsSchema } from "./stats.js";
 import { exportJobsQuerySchema, jobExportLineSchema, tenantSettingsSchema, updateTenantSettingsSchema } from "./lifecycle.js";
 
 export interface RouteResponse {
@@ -647,6 +648,21 @@ export const routes = {
     params: idParams,
     responses: { 200: { description: "The replay after the change", schema: replaySchema } },
     errors: ["not_found", "conflict"],
+  },
+  getStats: {
+    method: "get",
+    path: "/stats",
+    summary: "Time series of the tenant's jobs, queues and dependencies over a window",
+    description:
+      "For the console's overview charts, and for scripts: jobs finished per bin by outcome with the scheduling lag's " +
+      "p50 and p99, the DLQ size, each queue's backlog, in-flight count and oldest due age, and the failure rate of the " +
+      "5 busiest dependencies. Read from per-minute rollups the scheduler writes as jobs finish (a job is counted about " +
+      "5 to 10 seconds after it finished; queues are sampled once a minute), kept for the tenant's retention and at least " +
+      "8 days. Every bin of the window is present: counts 0, percentiles and gauges null where there is nothing.",
+    scope: "jobs:read",
+    query: statsQuerySchema,
+    responses: { 200: { description: "The window's bins", schema: statsSchema } },
+    errors: ["validation_failed"],
   },
   getSettings: {
     method: "get",

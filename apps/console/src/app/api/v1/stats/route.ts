@@ -1,0 +1,10 @@
+import { getServiceDeps } from "@/server/api/deps";
+import { apiRoute } from "@/server/api/route";
+import { getStats } from "@/server/services/stats";
+
+export const dynamic = "force-dynamic";
+
+export const GET = apiRoute("getStats", async ({ principal, query }) => ({
+  status: 200,
+  body: await getStats(getServiceDeps(), principal.tenant.id, query.window),
+}));
