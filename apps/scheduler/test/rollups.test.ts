@@ -116,7 +116,8 @@ describe("per-minute rollups (#20): every finished job counted once, before it l
     const emails = await addQueue(world, a, "emails");
     await markEveryShard(world);
     // Two minutes: m and m + 1, both well before the settle margin.
-    const m = `date_bin('1 minute', now() - interval '3 minutes', timestamptz '1970-01-01 00:00:00+00')`;
+    const { rows: start } = await world.pool.query<{ m: Date }>(`SELECT date_bin('1 minute', now() - interval '3 minutes', timestamptz '1970-01-01 00:00:00+00') AS m`);
+    const m = `timestamptz '${start[0]!.m.toISOString()}'`; // fixed once: the inserts below must not straddle a minute change
     await finishedJobs(world, a, { status: "succeeded", count: 3, lagMs: 5, finishedAt: `${m} + interval '10 seconds'`, dependencyKey: "api.a" });
     await finishedJobs(world, a, { status: "succeeded", count: 2, lagMs: 30, finishedAt: `${m} + interval '20 seconds'`, dependencyKey: "api.a" });
     await finishedJobs(world, a, { status: "dead", count: 1, lagMs: 400_000, finishedAt: `${m} + interval '30 seconds'`, dependencyKey: "api.a" });
