@@ -38,6 +38,7 @@ test("schedules in the console: the rule in words, a DST preview that marks move
   await expect(doubled.nth(0)).toContainText("Doubled: first of the two");
   await expect(doubled.nth(0)).toContainText("-04:00");
   await expect(doubled.nth(1)).toContainText("-05:00");
+  await page.screenshot({ path: "test-results/schedule-dst-preview-1280.png", fullPage: true });
 
   // A bad rule is refused at its field; then a valid one is created.
   const name = `e2e-nightly-${Date.now()}`;

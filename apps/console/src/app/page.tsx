@@ -1,16 +1,19 @@
 import { requireConsoleUser, TenantPage } from "@/components/console-page";
+import { OverviewCharts } from "@/components/overview-charts";
 import { StatusBars } from "@/components/status-bars";
 import { getTenantOverview } from "@/server/overview";
 
 export const dynamic = "force-dynamic";
 
 export default async function DashboardPage() {
-  return <TenantPage user={await requireConsoleUser()} path="/">{(m) => <TenantDashboard tenantId={m.tenantId} />}</TenantPage>;
+  return <TenantPage user={await requireConsoleUser()} path="/" wide>{(m) => <TenantDashboard tenantId={m.tenantId} />}</TenantPage>;
 }
 
 async function TenantDashboard({ tenantId }: { tenantId: string }) {
   const overview = await getTenantOverview(tenantId);
   return (
+    <div className="space-y-6">
+    <OverviewCharts key={tenantId} />
     <div className="grid gap-6 md:grid-cols-3">
       <section className="rounded-xl border border-slate-200 bg-white p-5 md:col-span-2">
         <h2 className="mb-4 font-medium">Jobs by status</h2>
@@ -52,6 +55,7 @@ async function TenantDashboard({ tenantId }: { tenantId: string }) {
           ))}
         </ul>
       </section>
+    </div>
     </div>
   );
 }

@@ -1,0 +1,55 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { expect, test } from "@playwright/test";
+import { createTickClient } from "@tick/client";
+import { checkPageAtWidths, signIn } from "./page-checks";
+import { productState } from "./product-state";
+
+const state = productState();
+const client = createTickClient({ baseUrl: state.consoleUrl, apiKey: state.apiKey });
+
+test("after a small workload the overview charts are drawn from the scheduler's rollups, for 1 h, 24 h and 7 d", async ({ page }) => {
+  test.setTimeout(120_000);
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on("end", () => res.writeHead(req.url?.includes("fail") ? 500 : 200).end());
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  try {
+    const ids: string[] = [];
+    for (let i = 0; i < 8; i++) {
+      const res = await client.call("createJob", { body: { target: { url: `${base}/${i < 6 ? "ok" : "fail"}/${i}` }, maxAttempts: 1 } });
+      if (!res.ok) throw new Error(JSON.stringify(res.problem));
+      ids.push(res.body.id);
+    }
+    await expect.poll(async () => {
+      const done = await Promise.all(ids.map(async (id) => { const j = await client.call("getJob", { params: { id } }); return j.ok && ["succeeded", "dead"].includes(j.body.status); }));
+      return done.every(Boolean);
+    }, { timeout: 30_000 }).toBe(true);
+
+    // The API says so first (the rollup lags finishes by a few seconds).
+    await expect.poll(async () => {
+      const s = await client.call("getStats", { query: { window: "1h" } });
+      return s.ok ? s.body.bins.reduce((n, b) => n + b.succeeded + b.dead, 0) : -1;
+    }, { timeout: 60_000 }).toBeGreaterThanOrEqual(8);
+
+    await signIn(page, state.email, state.password);
+    const finished = page.getByTestId("chart-finished");
+    await expect(finished).toHaveAttribute("data-has-data", "true");
+    await expect(page.getByTestId("chart-lag")).toHaveAttribute("data-has-data", "true");
+    await expect(finished.locator("canvas")).toBeVisible();
+    await finished.getByText("Show as a table").click();
+    await expect(finished.getByTestId("chart-table")).toBeVisible();
+    await checkPageAtWidths(page, "overview", async () => {
+      await expect(finished.locator("canvas")).toBeVisible();
+    });
+    for (const w of ["24 hours", "7 days"]) {
+      await page.getByText(w, { exact: true }).click();
+      await expect(finished).toHaveAttribute("data-has-data", "true");
+    }
+    await page.screenshot({ path: "test-results/overview-7d-1280.png", fullPage: true });
+  } finally {
+    server.close();
+  }
+});
