@@ -1,7 +1,8 @@
 "use client";
 
 import type { InputHTMLAttributes, ReactNode } from "react";
-import { ApiProblem, FieldError, inputClass } from "./ui";
+import { useQuery } from "@tanstack/react-query";
+import { ApiProblem, consoleApi, FieldError, inputClass, ok } from "./ui";
 
 /**
  * An API problem's field errors, placed on a form: each error path goes to the field `fieldOf` names when
@@ -19,7 +20,22 @@ export function placeErrors(error: Error | null, placed: ReadonlySet<string>, fi
   return { errors, unplaced, problem };
 }
 
-/** A labelled input with its hint and its API error (tied by aria-describedby). */
+/** A field's label, hint and API error (tied to the control by aria-describedby), around any control. */
+function FieldShell({ name, label, error, hint, children }: { name: string; label: string; error: string | undefined; hint?: ReactNode; children: ReactNode }) {
+  return (
+    <label className="block text-sm font-medium text-slate-800">
+      {label}
+      {children}
+      {hint ? <span className="mt-1 block text-xs font-normal text-slate-600">{hint}</span> : null}
+      <FieldError id={`err-${name}`} message={error} />
+    </label>
+  );
+}
+
+/** The accessibility attributes of a control whose API error is shown under it. */
+const described = (name: string, error: string | undefined) => ({ "aria-invalid": error ? true : undefined, "aria-describedby": error ? `err-${name}` : undefined });
+
+/** A labelled input with its hint and its API error. */
 export function TextField({ name, label, value, onChange, error, hint, ...props }: {
   name: string;
   label: string;
@@ -29,13 +45,9 @@ export function TextField({ name, label, value, onChange, error, hint, ...props 
   hint?: ReactNode;
 } & Omit<InputHTMLAttributes<HTMLInputElement>, "onChange" | "value" | "name">) {
   return (
-    <label className="block text-sm font-medium text-slate-800">
-      {label}
-      <input className={inputClass} name={name} value={value} onChange={(e) => onChange(e.target.value)} aria-invalid={error ? true : undefined}
-        aria-describedby={error ? `err-${name}` : undefined} {...props} />
-      {hint ? <span className="mt-1 block text-xs font-normal text-slate-600">{hint}</span> : null}
-      <FieldError id={`err-${name}`} message={error} />
-    </label>
+    <FieldShell name={name} label={label} error={error} hint={hint}>
+      <input className={inputClass} name={name} value={value} onChange={(e) => onChange(e.target.value)} {...described(name, error)} {...props} />
+    </FieldShell>
   );
 }
 
@@ -51,13 +63,21 @@ export function TextAreaField({ name, label, value, onChange, error, hint, rows 
   placeholder?: string;
 }) {
   return (
-    <label className="block text-sm font-medium text-slate-800">
-      {label}
-      <textarea className={`${inputClass} font-mono`} rows={rows} value={value} onChange={(e) => onChange(e.target.value)} placeholder={placeholder}
-        aria-invalid={error ? true : undefined} aria-describedby={error ? `err-${name}` : undefined} />
-      {hint ? <span className="mt-1 block text-xs font-normal text-slate-600">{hint}</span> : null}
-      <FieldError id={`err-${name}`} message={error} />
-    </label>
+    <FieldShell name={name} label={label} error={error} hint={hint}>
+      <textarea className={`${inputClass} font-mono`} rows={rows} value={value} onChange={(e) => onChange(e.target.value)} placeholder={placeholder} {...described(name, error)} />
+    </FieldShell>
+  );
+}
+
+/** The tenant's queues to pick from (shares the ["queues"] query with the other pages), with its API error. */
+export function QueueSelect({ value, onChange, error }: { value: string; onChange: (value: string) => void; error: string | undefined }) {
+  const queues = useQuery({ queryKey: ["queues"], queryFn: () => ok(consoleApi().call("listQueues", {})) });
+  return (
+    <FieldShell name="queue" label="Queue" error={error}>
+      <select className={inputClass} value={value} onChange={(e) => onChange(e.target.value)} {...described("queue", error)}>
+        {(queues.data?.data ?? [{ name: "default" }]).map((q) => <option key={q.name}>{q.name}</option>)}
+      </select>
+    </FieldShell>
   );
 }
 

@@ -1,12 +1,12 @@
 "use client";
 
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
 import { useMemo, useState, type FormEvent, type ReactNode } from "react";
 import type { Schedule } from "@tick/contract";
-import { FormError, optionalNumber, placeErrors, TextAreaField, TextField } from "@/components/form-fields";
+import { FormError, optionalNumber, placeErrors, QueueSelect, TextAreaField, TextField } from "@/components/form-fields";
 import { headerLines, parseHeaderLines } from "@/components/header-lines";
-import { buttonClass, consoleApi as api, FieldError, inputClass, ok, primaryButtonClass } from "@/components/ui";
+import { buttonClass, consoleApi as api, inputClass, ok, primaryButtonClass } from "@/components/ui";
 import { describeCron, SchedulePreview } from "./schedule-preview";
 
 const GAP = {
@@ -63,7 +63,6 @@ function Choice<T extends string>({ legend, name, value, options, onChange }: { 
 export function ScheduleEditor({ existing, onSaved }: { existing?: Schedule; onSaved?: (s: Schedule) => void }) {
   const router = useRouter();
   const queryClient = useQueryClient();
-  const queues = useQuery({ queryKey: ["queues"], queryFn: () => ok(api().call("listQueues", {})), enabled: !existing });
   const template = (existing?.job ?? {}) as { target?: { method?: string; url?: string; headers?: Record<string, string>; body?: string | null }; maxAttempts?: number; priority?: number; callbackUrl?: string };
   const [form, setForm] = useState({
     name: existing?.name ?? "",
@@ -134,12 +133,7 @@ export function ScheduleEditor({ existing, onSaved }: { existing?: Schedule; onS
           <legend className="mb-2 text-sm font-semibold">Rule</legend>
           {existing ? null : input("name", "Name", { required: true, placeholder: "nightly-report" })}
           {existing ? null : (
-            <label className="block text-sm font-medium text-slate-800">Queue
-              <select className={inputClass} value={form.queue} onChange={set("queue")}>
-                {(queues.data?.data ?? [{ name: "default" }]).map((q) => <option key={q.name}>{q.name}</option>)}
-              </select>
-              <FieldError id="err-queue" message={errors.queue} />
-            </label>
+            <QueueSelect value={form.queue} onChange={(v) => setForm((f) => ({ ...f, queue: v }))} error={errors.queue} />
           )}
           {input("cron", "Cron rule", { className: `${inputClass} font-mono`, spellCheck: false, "data-testid": "cron-input" },
             <span data-testid="cron-description">{description ?? "Not a valid rule yet: 5 fields (minute hour day month weekday), or 6 with seconds first."}</span>)}

@@ -47,41 +47,37 @@ export async function getStats(deps: Deps, tenantId: string, window: StatsWindow
     };
   });
 
-  const byQueue = new Map<string, Map<number, sql.QueueGaugeBinRow>>();
-  for (const g of gaugeRows) {
-    const points = byQueue.get(g.queue) ?? new Map<number, sql.QueueGaugeBinRow>();
-    points.set(index(g.bin), g);
-    byQueue.set(g.queue, points);
-  }
-  const queues = [...byQueue].map(([queue, points]) => ({
-    queue,
-    points: starts.map((start, i) => {
-      const g = points.get(i);
-      return {
-        at: new Date(start).toISOString(),
-        due: g?.due ?? null,
-        waiting: g?.waiting ?? null,
-        inFlight: g?.in_flight ?? null,
-        oldestDueAgeMs: g?.oldest_due_age_ms ?? null,
-      };
-    }),
-  }));
-
-  const byDependency = new Map<string, Map<number, sql.DependencyStatsBinRow>>();
-  for (const d of dependencyRows) {
-    const points = byDependency.get(d.dependency_key) ?? new Map<number, sql.DependencyStatsBinRow>();
-    points.set(index(d.bin), d);
-    byDependency.set(d.dependency_key, points);
-  }
-  const dependencies = [...byDependency].map(([key, points]) => ({
-    key,
-    points: starts.map((start, i) => {
-      const d = points.get(i);
-      const finished = d?.finished ?? 0;
-      const dead = d?.dead ?? 0;
-      return { at: new Date(start).toISOString(), finished, dead, failureRate: finished > 0 ? dead / finished : null };
-    }),
-  }));
+  const queues = seriesByKey(gaugeRows, (g) => g.queue, index, starts, (g) => ({
+    due: g?.due ?? null,
+    waiting: g?.waiting ?? null,
+    inFlight: g?.in_flight ?? null,
+    oldestDueAgeMs: g?.oldest_due_age_ms ?? null,
+  })).map(([queue, points]) => ({ queue, points }));
+  const dependencies = seriesByKey(dependencyRows, (d) => d.dependency_key, index, starts, (d) => {
+    const finished = d?.finished ?? 0;
+    const dead = d?.dead ?? 0;
+    return { finished, dead, failureRate: finished > 0 ? dead / finished : null };
+  }).map(([key, points]) => ({ key, points }));
 
   return { window, binSeconds, from: from.toISOString(), to: to.toISOString(), bins, queues, dependencies };
+}
+
+/**
+ * Rows of one series per key (a queue, a dependency), each bin's row placed by its index: every key gets a
+ * point for every bin, `point(undefined)` where it has no row.
+ */
+function seriesByKey<R extends { bin: Date }, P>(
+  rows: R[],
+  keyOf: (row: R) => string,
+  index: (at: Date) => number,
+  starts: number[],
+  point: (row: R | undefined) => P,
+): [string, ({ at: string } & P)[]][] {
+  const byKey = new Map<string, Map<number, R>>();
+  for (const r of rows) {
+    const points = byKey.get(keyOf(r)) ?? new Map<number, R>();
+    points.set(index(r.bin), r);
+    byKey.set(keyOf(r), points);
+  }
+  return [...byKey].map(([key, points]) => [key, starts.map((start, i) => ({ at: new Date(start).toISOString(), ...point(points.get(i)) }))]);
 }

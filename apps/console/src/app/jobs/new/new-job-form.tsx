@@ -1,10 +1,10 @@
 "use client";
 
-import { useMutation, useQuery } from "@tanstack/react-query";
+import { useMutation } from "@tanstack/react-query";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useState, type FormEvent, type ReactNode } from "react";
-import { FormError, optionalNumber, placeErrors, TextAreaField, TextField } from "@/components/form-fields";
+import { FormError, optionalNumber, placeErrors, QueueSelect, TextAreaField, TextField } from "@/components/form-fields";
 import { parseHeaderLines } from "@/components/header-lines";
 import { consoleApi as api, FieldError, inputClass, ok, primaryButtonClass } from "@/components/ui";
 
@@ -23,7 +23,6 @@ function fieldOf(path: string): string {
 
 export function NewJobForm() {
   const router = useRouter();
-  const queues = useQuery({ queryKey: ["queues"], queryFn: () => ok(api().call("listQueues", {})) });
   const [form, setForm] = useState({
     queue: "default", method: "POST" as (typeof METHODS)[number], url: "", headers: "", body: "", when: "now" as "now" | "at" | "delay",
     runAt: "", delaySeconds: "60", priority: "0", maxAttempts: "", backoff: "default" as "default" | "exponential" | "fixed", baseMs: "1000", maxMs: "3600000",
@@ -110,12 +109,7 @@ export function NewJobForm() {
 
         <fieldset className="grid gap-4 sm:grid-cols-3">
           <legend className="mb-2 text-sm font-semibold">Delivery</legend>
-          <label className="block text-sm font-medium text-slate-800">Queue
-            <select className={inputClass} value={form.queue} onChange={set("queue")}>
-              {(queues.data?.data ?? [{ name: "default" }]).map((q) => <option key={q.name}>{q.name}</option>)}
-            </select>
-            <FieldError id="err-queue" message={errors.queue} />
-          </label>
+          <QueueSelect value={form.queue} onChange={(v) => setForm((f) => ({ ...f, queue: v }))} error={errors.queue} />
           {input("priority", "Priority", { inputMode: "numeric" }, "−1000 to 1000; higher goes first.")}
           {input("maxAttempts", "Max attempts", { inputMode: "numeric", placeholder: "the queue's default" })}
           <label className="block text-sm font-medium text-slate-800">Backoff
