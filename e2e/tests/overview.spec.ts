@@ -28,16 +28,33 @@ test("after a small workload the overview charts are drawn from the scheduler's 
       return done.every(Boolean);
     }, { timeout: 30_000 }).toBe(true);
 
+    // A dependency that keeps failing: its 20th failure in the breaker's window (BREAKER_MIN_REQUESTS, 50%) opens its breaker.
+    const dependencyKey = `e2e-down-${Date.now()}`;
+    const failing: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const res = await client.call("createJob", { body: { target: { url: `${base}/fail/dep/${i}` }, maxAttempts: 1, dependencyKey } });
+      if (!res.ok) throw new Error(JSON.stringify(res.problem));
+      failing.push(res.body.id);
+    }
+    await expect.poll(async () => {
+      const s = await client.call("getStats", { query: { window: "1h" } });
+      return s.ok ? (s.body.breakerOpenings.find((d) => d.key === dependencyKey)?.points.reduce((n, p) => n + p.openings, 0) ?? 0) : -1;
+    }, { timeout: 60_000 }).toBe(1);
+    // None should be left held by the open breaker; if any is, it must not linger into the next specs.
+    for (const id of failing) await client.call("cancelJob", { params: { id } });
+
     // The API says so first (the rollup lags finishes by a few seconds).
     await expect.poll(async () => {
       const s = await client.call("getStats", { query: { window: "1h" } });
       return s.ok ? s.body.bins.reduce((n, b) => n + b.succeeded + b.dead, 0) : -1;
-    }, { timeout: 60_000 }).toBeGreaterThanOrEqual(8);
+    }, { timeout: 60_000 }).toBeGreaterThanOrEqual(28);
 
     await signIn(page, state.email, state.password);
     const finished = page.getByTestId("chart-finished");
     await expect(finished).toHaveAttribute("data-has-data", "true");
     await expect(page.getByTestId("chart-lag")).toHaveAttribute("data-has-data", "true");
+    await expect(page.getByTestId("chart-breakers")).toHaveAttribute("data-has-data", "true");
+    await expect(page.getByTestId("chart-breakers")).toContainText(dependencyKey);
     await expect(finished.locator("canvas")).toBeVisible();
     await finished.getByText("Show as a table").click();
     await expect(finished.getByTestId("chart-table")).toBeVisible();

@@ -87,6 +87,7 @@ describe("GET /stats (#20): the overview's time series from the per-minute rollu
     expect(s.queues[0]!.points[57]).toEqual({ at: new Date(current - 2 * MIN).toISOString(), due: 4, waiting: 9, inFlight: 2, oldestDueAgeMs: 12_345 });
     expect(s.queues[0]!.points[58]).toEqual({ at: new Date(current - MIN).toISOString(), due: null, waiting: null, inFlight: null, oldestDueAgeMs: null });
     expect(s.dependencies).toEqual([]);
+    expect(s.breakerOpenings).toEqual([]);
 
     // b sees its own, never a's.
     const other = await suite.h.client(b.apiKey).call("getStats", { query: { window: "1h" } });
@@ -144,6 +145,51 @@ describe("GET /stats (#20): the overview's time series from the per-minute rollu
     expect(d1.points[56]).toEqual({ at: new Date(current - 3 * MIN).toISOString(), finished: 10, dead: 2, failureRate: 0.2 });
     expect(d1.points[55]).toMatchObject({ finished: 1, dead: 1, failureRate: 1 });
     expect(d1.points[0]).toMatchObject({ finished: 0, dead: 0, failureRate: null });
+  });
+
+  it("breaker openings: per dependency and bin, of the dependencies the tenant's jobs call, paused or opened; never another tenant's others", async () => {
+    const a = await suite.h.createTenant();
+    const b = await suite.h.createTenant();
+    const current = Math.floor((await dbNow()) / MIN) * MIN;
+    const opened = (dependency: string, tenantId: string, at: number) =>
+      suite.h.prisma.$executeRawUnsafe(
+        `INSERT INTO breaker_openings (dependency_key, tenant_id, opened_at, open_until) VALUES ($1, $2::uuid, $3, $3::timestamptz + interval '30 seconds')`,
+        dependency,
+        tenantId,
+        new Date(at),
+      );
+    // a's jobs finished against pay.example in the window; b's jobs opened its breaker twice, a minute apart.
+    await stat(a.id, "default", current - 10 * MIN, { dep: "pay.example", succeeded: 3, dead: 1 });
+    await opened("pay.example", b.id, current - 5 * MIN + 1_000);
+    await opened("pay.example", b.id, current - 5 * MIN + 40_000);
+    await opened("pay.example", b.id, current - 3 * MIN);
+    // a opened mail.example itself; a paused sms.example; b alone calls b-only.example.
+    await opened("mail.example", a.id, current - MIN);
+    await suite.h.prisma.$executeRawUnsafe(`INSERT INTO dependency_pauses (tenant_id, dependency_key, paused_by_type) VALUES ($1::uuid, 'sms.example', 'user')`, a.id);
+    await opened("sms.example", b.id, current - 2 * MIN);
+    await opened("b-only.example", b.id, current - 2 * MIN);
+    // Outside the hour: only in the longer windows.
+    await opened("pay.example", b.id, current - 90 * MIN);
+
+    const res = await suite.h.client(a.apiKey).call("getStats", { query: { window: "1h" } });
+    if (!res.ok) throw new Error("expected success");
+    const byKey = Object.fromEntries(res.body.breakerOpenings.map((d) => [d.key, d.points]));
+    expect(Object.keys(byKey).sort()).toEqual(["mail.example", "pay.example", "sms.example"]);
+    expect(byKey["pay.example"]).toHaveLength(60);
+    expect(byKey["pay.example"]![54]).toEqual({ at: new Date(current - 5 * MIN).toISOString(), openings: 2 });
+    expect(byKey["pay.example"]![56]).toEqual({ at: new Date(current - 3 * MIN).toISOString(), openings: 1 });
+    expect(byKey["pay.example"]!.reduce((n, p) => n + p.openings, 0)).toBe(3);
+    expect(byKey["mail.example"]![58]!.openings).toBe(1);
+    expect(byKey["sms.example"]![57]!.openings).toBe(1);
+
+    // b sees its own openings (and pay.example's), never a's mail.example or sms.example.
+    const other = await suite.h.client(b.apiKey).call("getStats", { query: { window: "1h" } });
+    if (!other.ok) throw new Error("expected success");
+    expect(other.body.breakerOpenings.map((d) => d.key).sort()).toEqual(["b-only.example", "pay.example", "sms.example"]);
+    // The day window holds the older opening too.
+    const day = await suite.h.client(b.apiKey).call("getStats", { query: { window: "24h" } });
+    if (!day.ok) throw new Error("expected success");
+    expect(day.body.breakerOpenings.find((d) => d.key === "pay.example")!.points.reduce((n, p) => n + p.openings, 0)).toBe(4);
   });
 
   it("refuses an unknown window (422) and needs jobs:read", async () => {

@@ -247,7 +247,7 @@ describe("per-minute rollups (#20): every finished job counted once, before it l
     expect(await rolledUp(world)).toEqual(await expectedFromJobs(world));
   });
 
-  it("samples each queue's figures once a minute (zeros for an empty queue) and deletes rollups past retention", async () => {
+  it("samples each queue's figures once a minute (zeros for an empty queue) and deletes rollups and breaker openings past retention", async () => {
     const t = await world.createTenant();
     await addQueue(world, t, "idle");
     await world.insertJobs(t, 3, { dueInMs: -30_000 });
@@ -273,6 +273,7 @@ describe("per-minute rollups (#20): every finished job counted once, before it l
         `INSERT INTO queue_minute_gauges (shard, tenant_id, minute, queue_id, due, waiting, in_flight, dead) VALUES ($1, $2, ${minute}, $3, 1, 1, 0, 0)`,
         [tenant.shard, tenant.id, tenant.queueId],
       );
+      await world.pool.query(`INSERT INTO breaker_openings (dependency_key, tenant_id, opened_at) VALUES ('pay.example', $1, ${minute})`, [tenant.id]);
     }
 
     const scheduler = world.startScheduler("s1");
@@ -305,11 +306,14 @@ describe("per-minute rollups (#20): every finished job counted once, before it l
     await scheduler.maintainOnce();
     if ((await minuteNow()) === m0) expect(await sampled()).toBe(first);
 
-    // Retention: only the 10-day-old rows of the 7-day tenant went, from both tables.
+    // Retention: only the 10-day-old rows of the 7-day tenant went, from the three tables.
     const old = `SELECT count(*) AS n FROM %s WHERE minute < now() - interval '1 day' AND tenant_id = $1`;
     expect(await count(world, old.replace("%s", "job_minute_stats"), [t.id])).toBe(1);
     expect(await count(world, old.replace("%s", "queue_minute_gauges"), [t.id])).toBe(1);
     expect(await count(world, old.replace("%s", "job_minute_stats"), [other.id])).toBe(1);
     expect(await count(world, old.replace("%s", "queue_minute_gauges"), [other.id])).toBe(1);
+    const oldOpenings = `SELECT count(*) AS n FROM breaker_openings WHERE opened_at < now() - interval '1 day' AND tenant_id = $1`;
+    expect(await count(world, oldOpenings, [t.id])).toBe(1);
+    expect(await count(world, oldOpenings, [other.id])).toBe(1);
   });
 });

@@ -36,6 +36,19 @@ describe("circuit breaker per dependency (S11)", () => {
     for (let i = 0; i < 20; i++) failing.push(await w.createJob(t, down.url(`/pay/${i}`), { maxAttempts: 100 }));
 
     await waitFor(async () => (await metricValue(worker.healthPort, "tick_breaker_opened_total")) >= 1, { timeoutMs: 20_000, description: "breaker opened" });
+    // The opening is kept for the console's chart: the dependency, the tenant and job whose outcome opened it, and
+    // when it half-opens (1 s after it opened, by the breaker's clock).
+    const openings = (
+      await w.pool.query<{ dependency_key: string; tenant_id: string; job_id: string; open_ms: number }>(
+        `SELECT dependency_key, tenant_id::text, job_id::text, extract(epoch FROM open_until - opened_at) * 1000 AS open_ms FROM breaker_openings`,
+      )
+    ).rows;
+    expect(openings.length).toBeGreaterThanOrEqual(1);
+    expect(openings[0]).toMatchObject({ dependency_key: new URL(down.url("")).host, tenant_id: t.id });
+    expect(failing).toContain(openings[0]!.job_id);
+    // Written just after it opened: open_until − opened_at is the 1 s open period less that delay.
+    expect(Number(openings[0]!.open_ms)).toBeGreaterThan(0);
+    expect(Number(openings[0]!.open_ms)).toBeLessThanOrEqual(1_050);
 
     // While it is open, the healthy dependency's jobs keep flowing ...
     const fine: string[] = [];

@@ -66,6 +66,13 @@ export const dependencyStatsPointSchema = z
   })
   .meta({ id: "DependencyStatsPoint" });
 
+export const breakerOpeningsPointSchema = z
+  .object({
+    at: timestamp.meta({ description: "Start of the bin" }),
+    openings: count("Times the dependency's circuit breaker opened in the bin"),
+  })
+  .meta({ id: "BreakerOpeningsPoint" });
+
 export const statsSchema = z
   .object({
     window: z.enum(Object.keys(STATS_WINDOWS) as [StatsWindow, ...StatsWindow[]]),
@@ -79,6 +86,14 @@ export const statsSchema = z
     dependencies: z
       .array(z.object({ key: z.string(), points: z.array(dependencyStatsPointSchema).meta({ description: "One per bin, as `bins`" }) }))
       .meta({ description: "The 5 dependencies (dependencyKey) with the most finished jobs in the window, most first; jobs without one are left out" }),
+    breakerOpenings: z
+      .array(z.object({ key: z.string(), points: z.array(breakerOpeningsPointSchema).meta({ description: "One per bin, as `bins`" }) }))
+      .meta({
+        description:
+          "Each dependency whose circuit breaker opened in the window, by key: the dependencies the tenant's jobs finished against in the window, " +
+          "the ones it paused and the ones its jobs opened. Breakers are per dependency and shared, so an opening caused by another tenant's jobs shows too " +
+          "(the tenant's jobs were held all the same)",
+      }),
   })
   .meta({ id: "Stats" });
 

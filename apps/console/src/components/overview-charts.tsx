@@ -20,7 +20,7 @@ const pct = (v: number) => `${Math.round(v * 100)}%`;
 /**
  * The tenant's last hour, day or week as pictures, from the per-minute rollups the scheduler keeps
  * (`GET /api/v1/stats`): jobs finished by outcome, scheduling lag, backlog and oldest due wait per queue,
- * failure rate per dependency, and the DLQ's size.
+ * failure rate per dependency, breaker openings, and the DLQ's size.
  */
 export function OverviewCharts() {
   const [window, setWindow] = useState<Window>("1h");
@@ -52,6 +52,7 @@ export function OverviewCharts() {
       backlog: queueSeries((p) => p.due),
       oldest: queueSeries((p) => p.oldestDueAgeMs),
       failures: s.dependencies.slice(0, PALETTE.length).map((d, i) => ({ label: d.key, color: PALETTE[i]!, values: d.points.map((p) => p.failureRate) })),
+      openings: s.breakerOpenings.slice(0, PALETTE.length).map((d, i) => ({ label: d.key, color: PALETTE[i]!, values: d.points.map((p) => p.openings) })),
       dlq: [{ label: "dead jobs", color: "#dc2626", values: s.bins.map((b) => b.dlq) }],
       bin: s.binSeconds,
     };
@@ -82,6 +83,7 @@ export function OverviewCharts() {
             <TimeSeriesChart testId="chart-backlog" title="Due backlog per queue" description="Jobs due and waiting to start" times={charts.times} series={charts.backlog} format={count} />
             <TimeSeriesChart testId="chart-oldest" title="Oldest due wait per queue" description="How long the oldest due job had waited" times={charts.times} series={charts.oldest} format={ms} />
             <TimeSeriesChart testId="chart-failures" title="Failure rate per dependency" description={`Finished jobs that ended dead, ${per} (top 5 dependencies)`} times={charts.times} series={charts.failures} format={pct} />
+            <TimeSeriesChart testId="chart-breakers" title="Breaker openings" description={`Times a dependency's circuit breaker opened (its jobs held), ${per}`} times={charts.times} series={charts.openings} format={count} />
             <TimeSeriesChart testId="chart-dlq" title="Dead-letter queue" description="Dead jobs waiting for a replay" times={charts.times} series={charts.dlq} format={count} />
           </div>
         ) : null}

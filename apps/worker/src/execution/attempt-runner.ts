@@ -271,6 +271,7 @@ async function runInSlots(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, 
     if (state === "opened") {
       metrics.breakerOpened.inc({ dependency });
       logger.warn({ dependency, ...context }, "dependency is failing: circuit breaker open, its jobs are held (not our scheduler failing)");
+      await recordOpening(deps, dependency, started.tenant_id, msg.jobId);
     }
   }
 
@@ -298,4 +299,17 @@ async function runInSlots(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, 
   }
   logger.info({ ...context, status: completion.status, outcome, httpStatus: result.status, durationMs: result.durationMs }, "attempt completed");
   return { kind: "completed", status: completion.status ?? decision.kind };
+}
+
+/**
+ * Keeps the opening for the console's chart (rare: once per opening, by the one worker whose outcome opened
+ * it). Best effort: the breaker is open whether or not this row is written.
+ */
+async function recordOpening(deps: AttemptRunnerDeps, dependency: string, tenantId: string, jobId: string): Promise<void> {
+  try {
+    const openUntil = (await deps.breakers.inspect([dependency])).get(dependency)?.openUntil ?? null;
+    await sql.recordBreakerOpening(deps.pool, { dependencyKey: dependency, tenantId, jobId, openUntil: openUntil === null ? null : new Date(openUntil) });
+  } catch (err) {
+    deps.logger.warn({ dependency, err }, "breaker opening not recorded for the overview chart");
+  }
 }

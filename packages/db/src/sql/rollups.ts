@@ -162,14 +162,15 @@ export async function sampleQueueGauges(db: Queryable, shard: number): Promise<{
 }
 
 /**
- * Deletes rollup rows of the shard's tenants older than greatest(the tenant's retention capped at `maxDays`,
- * 8) days (the longest chart window is 7 days), at most `batch` rows of each table. Returns the rows deleted.
+ * Deletes rollup rows (and breaker openings, by the tenant whose job opened them) of the shard's tenants older
+ * than greatest(the tenant's retention capped at `maxDays`, 8) days (the longest chart window is 7 days), at
+ * most `batch` rows of each table. Returns the rows deleted.
  */
 export async function pruneRollups(db: Queryable, shard: number, maxDays: number, batch: number): Promise<number> {
-  const expired = (table: string, key: string) =>
+  const expired = (table: string, key: string, at = "minute") =>
     `SELECT x.* FROM tenants t CROSS JOIN LATERAL (
        SELECT ${key} FROM ${table} r
-        WHERE r.tenant_id = t.id AND r.minute < now() - make_interval(days => GREATEST(LEAST(t.retention_days, $2), 8))
+        WHERE r.tenant_id = t.id AND r.${at} < now() - make_interval(days => GREATEST(LEAST(t.retention_days, $2), 8))
         LIMIT $3
      ) x WHERE t.shard = $1 LIMIT $3`;
   const statsKey = "r.tenant_id, r.minute, r.queue_id, r.dependency_key, r.shard";
@@ -183,8 +184,12 @@ export async function pruneRollups(db: Queryable, shard: number, maxDays: number
        DELETE FROM queue_minute_gauges g USING (${expired("queue_minute_gauges", gaugeKey)}) e
         WHERE (g.tenant_id, g.minute, g.queue_id, g.shard) = (e.tenant_id, e.minute, e.queue_id, e.shard)
        RETURNING 1
+     ), openings AS (
+       DELETE FROM breaker_openings o USING (${expired("breaker_openings", "r.id", "opened_at")}) e
+        WHERE o.id = e.id
+       RETURNING 1
      )
-     SELECT ((SELECT count(*) FROM stats) + (SELECT count(*) FROM gauges))::int AS n`,
+     SELECT ((SELECT count(*) FROM stats) + (SELECT count(*) FROM gauges) + (SELECT count(*) FROM openings))::int AS n`,
     [shard, maxDays, batch],
   );
   return rows[0]!.n;

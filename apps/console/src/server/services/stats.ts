@@ -10,7 +10,7 @@ const TOP_DEPENDENCIES = 5;
 
 /**
  * The overview's time series (#20) for one tenant and window, from the scheduler's per-minute rollups: three
- * reads of the window's rollup rows (jobs, queue gauges, dependencies), never of job history, so a page view
+ * reads of the window's rollup rows (jobs, queue gauges, dependencies) and one of its breaker openings, never of job history, so a page view
  * costs the same however many jobs the tenant ran. Bins are aligned to their size on the database clock;
  * the last one holds now, and every bin is present.
  */
@@ -24,10 +24,11 @@ export async function getStats(deps: Deps, tenantId: string, window: StatsWindow
   const starts = Array.from({ length: binCount }, (_, i) => from.getTime() + i * binMs);
   const index = (at: Date) => Math.round((at.getTime() - from.getTime()) / binMs);
 
-  const [jobRows, gaugeRows, dependencyRows] = await Promise.all([
+  const [jobRows, gaugeRows, dependencyRows, openingRows] = await Promise.all([
     sql.jobStatsByBin(deps.pool, tenantId, from, to, binSeconds),
     sql.queueGaugesByBin(deps.pool, tenantId, from, to, binSeconds),
     sql.topDependencyStatsByBin(deps.pool, tenantId, from, to, binSeconds, TOP_DEPENDENCIES),
+    sql.breakerOpeningsByBin(deps.pool, tenantId, from, to, binSeconds),
   ]);
 
   const jobsAt = new Map(jobRows.map((r) => [index(r.bin), r]));
@@ -58,8 +59,11 @@ export async function getStats(deps: Deps, tenantId: string, window: StatsWindow
     const dead = d?.dead ?? 0;
     return { finished, dead, failureRate: finished > 0 ? dead / finished : null };
   }).map(([key, points]) => ({ key, points }));
+  const breakerOpenings = seriesByKey(openingRows, (o) => o.dependency_key, index, starts, (o) => ({ openings: o?.openings ?? 0 })).map(
+    ([key, points]) => ({ key, points }),
+  );
 
-  return { window, binSeconds, from: from.toISOString(), to: to.toISOString(), bins, queues, dependencies };
+  return { window, binSeconds, from: from.toISOString(), to: to.toISOString(), bins, queues, dependencies, breakerOpenings };
 }
 
 /**
