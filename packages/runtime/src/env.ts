@@ -2,6 +2,7 @@ import { isIP } from "node:net";
 import os from "node:os";
 import { z } from "zod";
 import { parseCidrList } from "@tick/core";
+import type { MetricLabelConfig } from "./bounded-labels.js";
 
 /** Thrown when the environment does not satisfy an app's schema; the message names every bad variable. */
 export class EnvError extends Error {
@@ -94,3 +95,50 @@ export const serviceEnvShape = {
   /** Test only: shifts this process's clock by this many ms, as a drifted host's (clock-skew.ts; chaos S13). */
   TICK_TEST_CLOCK_SKEW_MS: z.coerce.number().int().default(0),
 };
+
+/** A comma-separated list of label values (TICK_METRICS_TENANTS, TICK_METRICS_DEPENDENCIES). */
+const labelList = (item: z.ZodType<string>, what: string) =>
+  z
+    .string()
+    .default("")
+    .transform((text, ctx) => {
+      const values = text.split(",").map((v) => v.trim()).filter(Boolean);
+      for (const value of values) {
+        if (!item.safeParse(value).success) ctx.addIssue({ code: "custom", message: `"${value}" is not ${what}` });
+      }
+      return values;
+    });
+
+/**
+ * Bounded metric labels (docs/observability.md): which tenants and dependencies get series of their own;
+ * the rest are summed under "other". Each process that exports per-tenant metrics spreads these in.
+ */
+export const metricsEnvShape = {
+  /** Tenant IDs always labelled in metrics, comma-separated. */
+  TICK_METRICS_TENANTS: labelList(z.uuid(), "a tenant ID (a UUID)"),
+  /** How many more tenants, the busiest, get their own series. */
+  TICK_METRICS_TOP_TENANTS: z.coerce.number().int().min(0).max(1_000).default(20),
+  /** How many (tenant, queue) pairs, the busiest of labelled tenants, get their queue's name. */
+  TICK_METRICS_TOP_QUEUES: z.coerce.number().int().min(0).max(5_000).default(50),
+  /** Dependencies (a job's dependency key, by default its URL's host) always labelled, comma-separated. */
+  TICK_METRICS_DEPENDENCIES: labelList(z.string().min(1).max(200), "a dependency key"),
+  /** How many more dependencies, the busiest, get their own series. */
+  TICK_METRICS_TOP_DEPENDENCIES: z.coerce.number().int().min(0).max(1_000).default(20),
+};
+
+/** The label bounds of a parsed env that spread metricsEnvShape in. */
+export function metricLabelConfig(env: {
+  TICK_METRICS_TENANTS: string[];
+  TICK_METRICS_TOP_TENANTS: number;
+  TICK_METRICS_TOP_QUEUES: number;
+  TICK_METRICS_DEPENDENCIES: string[];
+  TICK_METRICS_TOP_DEPENDENCIES: number;
+}): MetricLabelConfig {
+  return {
+    tenants: env.TICK_METRICS_TENANTS,
+    topTenants: env.TICK_METRICS_TOP_TENANTS,
+    topQueues: env.TICK_METRICS_TOP_QUEUES,
+    dependencies: env.TICK_METRICS_DEPENDENCIES,
+    topDependencies: env.TICK_METRICS_TOP_DEPENDENCIES,
+  };
+}

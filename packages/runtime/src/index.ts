@@ -7,3 +7,5 @@ export * from "./run-service.js";
 export * from "./stores.js";
 export * from "./fault-points.js";
 export * from "./clock-skew.js";
+export * from "./bounded-labels.js";
+export * from "./store-probe.js";
