@@ -32,12 +32,13 @@ describe("dependencies (#20, S11)", () => {
     await insertJobs(a.id, "gone.example", "succeeded", 4, -600); // finished jobs only: not listed
     await insertJobs(a.id, null, "scheduled", 1, -1); // no dependency: not listed
     await insertJobs(b.id, "b-only.example", "scheduled", 5, -1);
+    await insertJobs(b.id, "api.example.com", "scheduled", 1, -1); // same dependency, b's own breaker
 
-    // The fleet's breaker for api.example.com opens (as workers would record it), through @tick/breaker itself.
+    // a's breaker for api.example.com opens (as workers would record it), through @tick/breaker itself.
     redis = new Redis(suite.h.redis.url);
     const breakers = createBreakers({ redis, prefix: suite.h.redis.prefix, policy: { minRequests: 2, openMs: 600_000 } });
     const before = Date.now();
-    for (let i = 0; i < 2; i++) await breakers.record("api.example.com", false);
+    for (let i = 0; i < 2; i++) await breakers.record({ tenantId: a.id, dependency: "api.example.com" }, false);
 
     const client = suite.h.client(a.apiKey);
     const list = await client.call("listDependencies", {});
@@ -51,10 +52,10 @@ describe("dependencies (#20, S11)", () => {
     expect(openUntil).toBeGreaterThan(before + 590_000);
     expect(openUntil).toBeLessThan(Date.now() + 610_000);
 
-    // b sees only its own.
+    // b sees only its own, and a's failures did not open b's breaker for the same dependency.
     const listB = await suite.h.client(b.apiKey).call("listDependencies", {});
     if (!listB.ok) throw new Error("expected success");
-    expect(listB.body.data.map((d) => [d.key, d.due])).toEqual([["b-only.example", 5]]);
+    expect(listB.body.data.map((d) => [d.key, d.due, d.breaker?.state])).toEqual([["api.example.com", 1, "closed"], ["b-only.example", 5, "closed"]]);
   });
 
   it("pauses and resumes one dependency by its URL-encoded key: idempotent, allowed with no jobs yet, audited once per change, invisible to other tenants", async () => {

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import { Queue } from "bullmq";
 import { ATTEMPT_QUEUE, WEBHOOK_QUEUE } from "@tick/core";
-import { createBreakers } from "@tick/breaker";
+import { createBreakers, heldByTenant } from "@tick/breaker";
 import { createDueIndex } from "@tick/due-index";
 import { sql } from "@tick/db";
 import { NO_FAULTS, type Logger, type ServiceDeps } from "@tick/runtime";
@@ -177,7 +177,7 @@ export function createScheduler(deps: SchedulerDeps) {
     logger,
     metrics,
     faults,
-    () => breakers.openDependencies(),
+    async () => heldByTenant(await breakers.openDependencies()),
   );
   const relay = new OutboxRelay(pool, queues, { batch: 500, retryDelayMs: 500, maxRetryDelayMs: 30_000, publishTimeoutMs: config.publishTimeoutMs }, relayRate, logger, metrics, faults);
   const reaper = new Reaper(
@@ -204,7 +204,7 @@ export function createScheduler(deps: SchedulerDeps) {
     logger,
     metrics,
     (shard, tenantId, dueAtMs) => dueIndex.noteDue(shard, tenantId, dueAtMs),
-    () => breakers.openDependencies(),
+    async () => heldByTenant(await breakers.openDependencies()),
   );
 
   const maintenanceConfig = { ...MAINTENANCE_DEFAULTS, ...config.maintenance };

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { createTestRedis, waitFor } from "@tick/testing";
-import { createBreakers } from "./index.js";
+import { createBreakers, heldByTenant, type BreakerKey } from "./index.js";
 
 const test = createTestRedis();
 const redis = new Redis(test.url);
@@ -10,12 +10,17 @@ afterAll(async () => {
   redis.disconnect();
 });
 
+const TENANT = "0b5c6f1e-1111-4a4a-8888-000000000001";
+const OTHER = "0b5c6f1e-2222-4a4a-8888-000000000002";
+/** The test tenant's breaker for a dependency. */
+const k = (dependency: string, tenantId = TENANT): BreakerKey => ({ tenantId, dependency });
+
 const policy = { windowMs: 10_000, bucketMs: 1_000, minRequests: 4, failureRate: 0.5, openMs: 300, probeTimeoutMs: 5_000, retryBudget: 0.25 };
 
 describe("circuit breaker", () => {
   it("opens on the failure rate, holds, lets one probe through half-open, and closes on its success", async () => {
     const b = createBreakers({ redis, prefix: test.prefix, policy });
-    const dep = "api.example.com";
+    const dep = k("api.example.com");
     for (let i = 0; i < 3; i++) expect(await b.record(dep, false)).toBe("closed"); // below minRequests
     expect(await b.record(dep, false)).toBe("opened");
     expect(await b.record(dep, false)).toBe("open"); // already open: not opened again
@@ -34,25 +39,46 @@ describe("circuit breaker", () => {
 
   it("re-opens when the half-open probe fails", async () => {
     const b = createBreakers({ redis, prefix: test.prefix, policy });
-    const dep = "flaky:8080";
+    const dep = k("flaky:8080");
     for (let i = 0; i < 4; i++) await b.record(dep, false);
     await waitFor(async () => (await b.state(dep)) === "half_open", { timeoutMs: 5_000, description: "half-open" });
     expect(await b.admit(dep, false)).toBe("allowed");
     expect(await b.record(dep, false)).toBe("opened");
-    expect(await b.openDependencies()).toContain(dep);
+    expect(await b.openDependencies()).toContainEqual(dep);
   });
 
   it("successes keep it closed; other dependencies are unaffected", async () => {
     const b = createBreakers({ redis, prefix: test.prefix, policy });
-    for (let i = 0; i < 10; i++) await b.record("healthy", true);
-    for (let i = 0; i < 3; i++) await b.record("healthy", false);
-    expect(await b.state("healthy")).toBe("closed");
-    expect(await b.state("never-seen")).toBe("closed");
+    for (let i = 0; i < 10; i++) await b.record(k("healthy"), true);
+    for (let i = 0; i < 3; i++) await b.record(k("healthy"), false);
+    expect(await b.state(k("healthy"))).toBe("closed");
+    expect(await b.state(k("never-seen"))).toBe("closed");
+  });
+
+  it("is per tenant: one tenant's failures against a dependency never open another tenant's breaker for it", async () => {
+    const b = createBreakers({ redis, prefix: test.prefix, policy: { ...policy, openMs: 60_000 } });
+    for (let i = 0; i < 4; i++) await b.record(k("shared.example"), false);
+    expect(await b.state(k("shared.example"))).toBe("open");
+    expect(await b.state(k("shared.example", OTHER))).toBe("closed");
+    expect(await b.admit(k("shared.example", OTHER), false)).toBe("allowed");
+    expect((await b.inspect(OTHER, ["shared.example"])).get("shared.example")).toEqual({ state: "closed", openUntil: null });
+    const open = await b.openDependencies();
+    expect(open).toContainEqual(k("shared.example"));
+    expect(open).not.toContainEqual(k("shared.example", OTHER));
+    expect(heldByTenant(open).get(TENANT)).toContain("shared.example");
+    expect(heldByTenant(open).get(OTHER)).toBeUndefined();
+  });
+
+  it("drops an open breaker named without a tenant (from a build whose breakers were shared) from the open set", async () => {
+    const b = createBreakers({ redis, prefix: test.prefix, policy });
+    await redis.sadd(`${test.prefix}:breakers:open`, "legacy.example");
+    expect((await b.openDependencies()).map((x) => x.dependency)).not.toContain("legacy.example");
+    expect(await redis.sismember(`${test.prefix}:breakers:open`, "legacy.example")).toBe(0);
   });
 
   it("caps retries at the budget's share of the dependency's attempts", async () => {
     const b = createBreakers({ redis, prefix: test.prefix, policy });
-    const dep = "budgeted";
+    const dep = k("budgeted");
     for (let i = 0; i < 6; i++) expect(await b.admit(dep, false)).toBe("allowed");
     expect(await b.admit(dep, true)).toBe("allowed"); // retries 1 of 7 attempts (14%)
     expect(await b.admit(dep, true)).toBe("allowed"); // 2 of 8 = 25%: at the budget, not above
@@ -65,18 +91,18 @@ describe("circuit breaker", () => {
 describe("inspect", () => {
   it("reads several breakers in one call without changing them: closed, open with its end, half-open once the open period passed", async () => {
     const b = createBreakers({ redis, prefix: test.prefix, policy });
-    for (let i = 0; i < 4; i++) await b.record("down.example", false);
+    for (let i = 0; i < 4; i++) await b.record(k("down.example"), false);
     const before = Date.now();
-    const views = await b.inspect(["down.example", "fine.example"]);
+    const views = await b.inspect(TENANT, ["down.example", "fine.example"]);
     expect(views.get("fine.example")).toEqual({ state: "closed", openUntil: null });
     const open = views.get("down.example")!;
     expect(open.state).toBe("open");
     expect(open.openUntil).toBeGreaterThan(before - 1_000);
     expect(open.openUntil).toBeLessThanOrEqual(before + policy.openMs + 1_000);
-    await waitFor(async () => (await b.inspect(["down.example"])).get("down.example")?.state === "half_open", { timeoutMs: 5_000, description: "shown half-open" });
-    expect((await b.inspect(["down.example"])).get("down.example")).toEqual({ state: "half_open", openUntil: null });
+    await waitFor(async () => (await b.inspect(TENANT, ["down.example"])).get("down.example")?.state === "half_open", { timeoutMs: 5_000, description: "shown half-open" });
+    expect((await b.inspect(TENANT, ["down.example"])).get("down.example")).toEqual({ state: "half_open", openUntil: null });
     // Only shown: the stored state is still open (the open set still lists it) until someone asks for real.
-    expect(await redis.hget(`${test.prefix}:breaker:down.example`, "state")).toBe("open");
-    expect(await b.inspect([])).toEqual(new Map());
+    expect(await redis.hget(`${test.prefix}:breaker:${TENANT}/down.example`, "state")).toBe("open");
+    expect(await b.inspect(TENANT, [])).toEqual(new Map());
   });
 });

@@ -1,8 +1,10 @@
 import type { Redis } from "ioredis";
 
 /**
- * A circuit breaker and a retry budget per downstream dependency (S11), shared by all workers through
- * Redis and read by the schedulers, so a failing dependency is protected by the whole fleet at once.
+ * A circuit breaker and a retry budget per tenant and downstream dependency (S11), shared by all workers
+ * through Redis and read by the schedulers, so a failing dependency is protected by the whole fleet at once.
+ * One per tenant: a tenant names its dependencies (and can make its own calls fail at will), so a breaker
+ * shared across tenants would let one tenant hold another's jobs by failing against the same key.
  *
  * - Outcomes are counted in time buckets over a sliding window. When at least `minRequests` outcomes
  *   in the window fail at `failureRate` or more, the breaker opens: schedulers stop dispatching that
@@ -136,6 +138,19 @@ export interface BreakerView {
   openUntil: number | null;
 }
 
+/** Whose breaker: a tenant's dependency (a job's dependency_key). */
+export interface BreakerKey {
+  tenantId: string;
+  dependency: string;
+}
+
+/** A breaker's name in Redis: the tenant, then the dependency (a tenant ID has no "/"). */
+const nameOf = (key: BreakerKey) => `${key.tenantId}/${key.dependency}`;
+const keyOf = (name: string): BreakerKey | null => {
+  const slash = name.indexOf("/");
+  return slash > 0 ? { tenantId: name.slice(0, slash), dependency: name.slice(slash + 1) } : null;
+};
+
 type Scripts = Redis & {
   tickBreakerRecord(base: string, openSet: string, ...args: (string | number)[]): Promise<RecordResult>;
   tickBreakerState(base: string, openSet: string, ...args: (string | number)[]): Promise<BreakerState>;
@@ -153,43 +168,56 @@ export function createBreakers(options: { redis: Redis; prefix: string; policy?:
   }
   // Defined apart: a client set up by an older build of this package has the other three already.
   if (typeof r.tickBreakerInspect !== "function") r.defineCommand("tickBreakerInspect", { lua: INSPECT });
-  const base = (dep: string) => `${options.prefix}:breaker:${dep}`;
+  const base = (key: BreakerKey) => `${options.prefix}:breaker:${nameOf(key)}`;
   const openSet = `${options.prefix}:breakers:open`;
+  const stateOf = (key: BreakerKey) => r.tickBreakerState(base(key), openSet, nameOf(key));
 
   return {
     policy,
     /** Before an attempt runs: may it? (counts it toward the retry budget when allowed). */
-    async admit(dep: string, isRetry: boolean): Promise<Admission> {
-      await r.tickBreakerState(base(dep), openSet, dep); // lets open → half_open happen
-      return r.tickBreakerAdmit(base(dep), isRetry ? 1 : 0, policy.windowMs, policy.bucketMs, policy.minRequests, policy.retryBudget, policy.probeTimeoutMs);
+    async admit(key: BreakerKey, isRetry: boolean): Promise<Admission> {
+      await stateOf(key); // lets open → half_open happen
+      return r.tickBreakerAdmit(base(key), isRetry ? 1 : 0, policy.windowMs, policy.bucketMs, policy.minRequests, policy.retryBudget, policy.probeTimeoutMs);
     },
     /** An admitted attempt that did not run after all (stale message, lost lease): free the half-open probe slot. */
-    async release(dep: string): Promise<void> {
-      await options.redis.del(`${base(dep)}:probe`);
+    async release(key: BreakerKey): Promise<void> {
+      await options.redis.del(`${base(key)}:probe`);
     },
     /** After an attempt: success, or a failure that says the dependency is unwell (5xx, 429, timeouts). */
-    async record(dep: string, ok: boolean): Promise<RecordResult> {
-      return r.tickBreakerRecord(base(dep), openSet, dep, ok ? 1 : 0, policy.windowMs, policy.bucketMs, policy.minRequests, policy.failureRate, policy.openMs);
+    async record(key: BreakerKey, ok: boolean): Promise<RecordResult> {
+      return r.tickBreakerRecord(base(key), openSet, nameOf(key), ok ? 1 : 0, policy.windowMs, policy.bucketMs, policy.minRequests, policy.failureRate, policy.openMs);
     },
-    async state(dep: string): Promise<BreakerState> {
-      return r.tickBreakerState(base(dep), openSet, dep);
+    async state(key: BreakerKey): Promise<BreakerState> {
+      return stateOf(key);
     },
     /**
-     * The breakers of these dependencies as they stand, in one round trip and without changing any (for
-     * display: the console's dependency list). A dependency never seen is closed.
+     * The breakers of these dependencies of one tenant as they stand, in one round trip and without changing
+     * any (for display: the console's dependency list), by dependency. A dependency never seen is closed.
      */
-    async inspect(deps: readonly string[]): Promise<Map<string, BreakerView>> {
-      if (deps.length === 0) return new Map();
-      const flat = await r.tickBreakerInspect(deps.length, ...deps.map(base));
-      return new Map(deps.map((d, i) => [d, { state: flat[2 * i] as BreakerState, openUntil: flat[2 * i + 1] ? Number(flat[2 * i + 1]) : null }]));
+    async inspect(tenantId: string, dependencies: readonly string[]): Promise<Map<string, BreakerView>> {
+      if (dependencies.length === 0) return new Map();
+      const flat = await r.tickBreakerInspect(dependencies.length, ...dependencies.map((dependency) => base({ tenantId, dependency })));
+      return new Map(dependencies.map((d, i) => [d, { state: flat[2 * i] as BreakerState, openUntil: flat[2 * i + 1] ? Number(flat[2 * i + 1]) : null }]));
     },
-    /** Dependencies whose breaker is open now (schedulers hold their jobs). */
-    async openDependencies(): Promise<string[]> {
-      const deps = await options.redis.smembers(openSet);
-      const states = await Promise.all(deps.map((d) => r.tickBreakerState(base(d), openSet, d)));
-      return deps.filter((_, i) => states[i] === "open");
+    /** The breakers open now, every tenant's (schedulers hold their jobs). */
+    async openDependencies(): Promise<BreakerKey[]> {
+      const names = await options.redis.smembers(openSet);
+      const keys = names.map(keyOf);
+      // A name without a tenant is from a build whose breakers were shared by tenants: no longer consulted.
+      const stale = names.filter((_, i) => keys[i] === null);
+      if (stale.length > 0) await options.redis.srem(openSet, ...stale);
+      const live = keys.filter((k): k is BreakerKey => k !== null);
+      const states = await Promise.all(live.map(stateOf));
+      return live.filter((_, i) => states[i] === "open");
     },
   };
+}
+
+/** Open breakers by tenant: the dependencies whose jobs a tenant's claim holds. */
+export function heldByTenant(open: readonly BreakerKey[]): Map<string, string[]> {
+  const held = new Map<string, string[]>();
+  for (const k of open) held.set(k.tenantId, [...(held.get(k.tenantId) ?? []), k.dependency]);
+  return held;
 }
 
 export type Breakers = ReturnType<typeof createBreakers>;

@@ -89,10 +89,7 @@ export const statsSchema = z
     breakerOpenings: z
       .array(z.object({ key: z.string(), points: z.array(breakerOpeningsPointSchema).meta({ description: "One per bin, as `bins`" }) }))
       .meta({
-        description:
-          "Each dependency whose circuit breaker opened in the window, by key: the dependencies the tenant's jobs finished against in the window, " +
-          "the ones it paused and the ones its jobs opened. Breakers are per dependency and shared, so an opening caused by another tenant's jobs shows too " +
-          "(the tenant's jobs were held all the same)",
+        description: "Each dependency whose circuit breaker (the tenant's own: breakers are per tenant and dependency) opened in the window, by key",
       }),
   })
   .meta({ id: "Stats" });

@@ -1,7 +1,7 @@
--- Breaker openings (issue #20's overview chart): the worker whose outcome opened a dependency's circuit breaker
--- records it here, once per opening (the breaker's Lua script answers "opened" to exactly one caller), so the
--- console can chart openings over 1 h, 24 h and 7 d. Rare by nature (at most one row per dependency per open
--- period), written off the hot path; pruned with the rollups, by the tenant whose job opened it.
+-- Breaker openings (issue #20's overview chart): the worker whose outcome opened a tenant's circuit breaker for a
+-- dependency records it here, once per opening (the breaker's Lua script answers "opened" to exactly one caller),
+-- so the console can chart openings over 1 h, 24 h and 7 d. Rare by nature (at most one row per breaker per open
+-- period), written off the hot path; pruned with the tenant's rollups.
 
 -- CreateTable
 CREATE TABLE "breaker_openings" (
@@ -14,9 +14,6 @@ CREATE TABLE "breaker_openings" (
 
     CONSTRAINT "breaker_openings_pkey" PRIMARY KEY ("id")
 );
-
--- CreateIndex
-CREATE INDEX "breaker_openings_dependency_key_opened_at_idx" ON "breaker_openings"("dependency_key", "opened_at");
 
 -- CreateIndex
 CREATE INDEX "breaker_openings_tenant_id_opened_at_idx" ON "breaker_openings"("tenant_id", "opened_at");

@@ -58,8 +58,8 @@ export class Dispatcher {
     private readonly logger: Logger,
     private readonly metrics: SchedulerMetrics,
     private readonly faults: FaultPoints,
-    /** Dependencies whose circuit breaker is open (their jobs are held); [] when unknown. */
-    private readonly openDependencies: () => Promise<string[]> = async () => [],
+    /** Per tenant, the dependencies whose circuit breaker is open (their jobs are held); empty when unknown. */
+    private readonly openDependencies: () => Promise<Map<string, string[]>> = async () => new Map(),
   ) {}
 
   async runShard(lease: HeldLease): Promise<DispatchRound> {
@@ -72,7 +72,7 @@ export class Dispatcher {
     let budget = Math.min(this.config.batch, this.config.maxQueuedPerShard - queued.total, this.rate.available());
     if (budget <= 0) return { ...round, more: true };
     const initialBudget = budget;
-    const heldDependencies = await this.openDependencies().catch(() => []);
+    const heldByTenant = await this.openDependencies().catch(() => new Map<string, string[]>());
 
     const drr = this.fairness.get(lease.shard) ?? new DeficitRoundRobin();
     this.fairness.set(lease.shard, drr);
@@ -96,7 +96,7 @@ export class Dispatcher {
           const allocation = drr.allocate(candidates, budget);
           if (allocation.size === 0) break;
           for (const [tenantId, n] of allocation) {
-            const claimed = await sql.claimDueJobs(client, { shard: lease.shard, epoch: lease.epoch, tenantId, limit: n, heldDependencies, chunks });
+            const claimed = await sql.claimDueJobs(client, { shard: lease.shard, epoch: lease.epoch, tenantId, limit: n, heldDependencies: heldByTenant.get(tenantId) ?? [], chunks });
             chunks.offset += claimed.length;
             claimedRows.push(...claimed);
             round.perTenant.set(tenantId, (round.perTenant.get(tenantId) ?? 0) + claimed.length);

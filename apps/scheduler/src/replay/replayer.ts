@@ -36,8 +36,8 @@ export class Replayer {
     private readonly logger: Logger,
     private readonly metrics: SchedulerMetrics,
     private readonly noteDue: (shard: number, tenantId: string, dueAtMs: number) => Promise<void>,
-    /** Dependencies whose circuit breaker is open now (shared with dispatch, read from Redis). */
-    private readonly openDependencies: () => Promise<string[]> = async () => [],
+    /** Per tenant, the dependencies whose circuit breaker is open now (shared with dispatch, read from Redis). */
+    private readonly openDependencies: () => Promise<Map<string, string[]>> = async () => new Map(),
   ) {}
 
   async runShard(lease: HeldLease): Promise<ReplayRound> {
@@ -45,13 +45,13 @@ export class Replayer {
     const replays = await sql.openReplaysOfShard(this.pool, lease.shard);
     if (replays.length === 0) return { leaseHeld: true, released };
     // Breakers live in Redis: when it is down, replays go on judged by their failure rate alone.
-    const open = replays.some((r) => r.status === "running") ? await this.openDependencies().catch(() => []) : [];
+    const open = replays.some((r) => r.status === "running") ? await this.openDependencies().catch(() => new Map<string, string[]>()) : new Map<string, string[]>();
     for (const replay of replays) {
       const result = await withShardFence(
         this.pool,
         this.config.holder,
         lease,
-        (client) => this.step(client, replay, open),
+        (client) => this.step(client, replay, open.get(replay.tenant_id) ?? []),
         (stale) => this.metrics.staleWrites.inc({ shard: String(stale.shard), component: "replay" }),
       );
       if (!result.ok) return { leaseHeld: false, released };

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import type { Breakers } from "@tick/breaker";
+import type { BreakerKey, Breakers } from "@tick/breaker";
 import { attemptMessageSchema, attemptsOfMessage, classifyHttpOutcome, computeBackoffMs, decideAfterFailure, type AttemptMessage } from "@tick/core";
 import { sql } from "@tick/db";
 import type { FaultPoints, Logger } from "@tick/runtime";
@@ -191,8 +191,10 @@ async function runInSlots(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, 
   // Downstream protection (S11): an open breaker or a spent retry budget hands the job back without
   // starting it, so no attempt is burned. If Redis cannot answer, the attempt runs (fail open).
   const dependency = msg.dependency ?? null;
-  if (dependency) {
-    const admission = await deps.breakers.admit(dependency, (msg.attemptCount ?? 0) > 0).catch(() => "allowed" as const);
+  // The tenant's own breaker for it: another tenant's failures against the same key never hold these jobs.
+  const breaker = dependency ? { tenantId: msg.tenantId, dependency } : null;
+  if (breaker) {
+    const admission = await deps.breakers.admit(breaker, (msg.attemptCount ?? 0) > 0).catch(() => "allowed" as const);
     if (admission !== "allowed") {
       const delayMs = admission === "open" ? deps.breakers.policy.openMs : 1_000 + Math.floor((deps.random ?? Math.random)() * 4_000);
       const requeued = await sql.requeueAttempt(pool, { attemptId: msg.attemptId, jobId: msg.jobId, version: msg.version, delayMs, reason: admission });
@@ -203,13 +205,13 @@ async function runInSlots(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, 
   }
   const start = await startPaced(deps, config, msg);
   if (start === "requeued") {
-    if (dependency) await deps.breakers.release(dependency).catch(() => {});
+    if (breaker) await deps.breakers.release(breaker).catch(() => {});
     metrics.discarded.inc({ reason: "replay_paced" });
     return { kind: "discarded", reason: "replay_paced" };
   }
   const { started } = start;
   if (!started) {
-    if (dependency) await deps.breakers.release(dependency).catch(() => {});
+    if (breaker) await deps.breakers.release(breaker).catch(() => {});
     const reason = await sql.explainUnstartable(pool, msg.attemptId, msg.jobId, msg.version);
     metrics.discarded.inc({ reason });
     logger.info({ jobId: msg.jobId, attemptId: msg.attemptId, tenantId: msg.tenantId, reason }, "dispatch message discarded");
@@ -251,27 +253,27 @@ async function runInSlots(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, 
     releaseCall();
   }
   if (result.withheld !== undefined) {
-    if (dependency) await deps.breakers.release(dependency).catch(() => {});
+    if (breaker) await deps.breakers.release(breaker).catch(() => {});
     metrics.sendsWithheld.inc();
     logger.warn({ ...context, reason: result.withheld }, "attempt given up before sending: its lease may have been taken over (the reaper retries the job)");
     return { kind: "lease_lost" };
   }
   if (lease.lost() || result.aborted) {
-    if (dependency) await deps.breakers.release(dependency).catch(() => {});
+    if (breaker) await deps.breakers.release(breaker).catch(() => {});
     metrics.leaseLost.inc();
     logger.warn(context, "attempt abandoned: lease lost (the reaper retries the job)");
     return { kind: "lease_lost" };
   }
   deps.faults.hit("worker.after-call-before-complete");
-  if (dependency && result.blocked) await deps.breakers.release(dependency).catch(() => {});
-  if (dependency && !result.blocked) {
+  if (breaker && result.blocked) await deps.breakers.release(breaker).catch(() => {});
+  if (breaker && !result.blocked) {
     // A 4xx other than 408/425/429 is the dependency answering properly; only signs of ill health count.
     const healthy = result.status !== undefined && (result.status < 500 && ![408, 425, 429].includes(result.status));
-    const state = await deps.breakers.record(dependency, healthy).catch(() => null);
+    const state = await deps.breakers.record(breaker, healthy).catch(() => null);
     if (state === "opened") {
-      metrics.breakerOpened.inc({ dependency });
-      logger.warn({ dependency, ...context }, "dependency is failing: circuit breaker open, its jobs are held (not our scheduler failing)");
-      await recordOpening(deps, dependency, started.tenant_id, msg.jobId);
+      metrics.breakerOpened.inc({ dependency: breaker.dependency });
+      logger.warn({ dependency: breaker.dependency, ...context }, "dependency is failing: circuit breaker open, its jobs are held (not our scheduler failing)");
+      await recordOpening(deps, breaker, msg.jobId);
     }
   }
 
@@ -305,9 +307,10 @@ async function runInSlots(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, 
  * Keeps the opening for the console's chart (rare: once per opening, by the one worker whose outcome opened
  * it). Best effort: the breaker is open whether or not this row is written.
  */
-async function recordOpening(deps: AttemptRunnerDeps, dependency: string, tenantId: string, jobId: string): Promise<void> {
+async function recordOpening(deps: AttemptRunnerDeps, breaker: BreakerKey, jobId: string): Promise<void> {
+  const { tenantId, dependency } = breaker;
   try {
-    const openUntil = (await deps.breakers.inspect([dependency])).get(dependency)?.openUntil ?? null;
+    const openUntil = (await deps.breakers.inspect(tenantId, [dependency])).get(dependency)?.openUntil ?? null;
     await sql.recordBreakerOpening(deps.pool, { dependencyKey: dependency, tenantId, jobId, openUntil: openUntil === null ? null : new Date(openUntil) });
   } catch (err) {
     deps.logger.warn({ dependency, err }, "breaker opening not recorded for the overview chart");

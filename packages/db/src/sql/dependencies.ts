@@ -84,23 +84,13 @@ export interface BreakerOpeningBinRow {
 }
 
 /**
- * Breaker openings per dependency and bin of `binSeconds` in [from, to), of the dependencies that concern the
- * tenant: the ones its jobs finished against in the window (its rollups), the ones it paused, and the ones its
- * own jobs opened. Breakers are shared by every tenant calling a dependency, so an opening another tenant's
- * jobs caused shows too: the tenant's jobs were held all the same. Read through the (dependency_key, opened_at)
- * index, so the cost follows the window's openings.
+ * The tenant's breaker openings (breakers are per tenant and dependency) per dependency and bin of
+ * `binSeconds` in [from, to), read through the (tenant_id, opened_at) index.
  */
 export async function breakerOpeningsByBin(db: Queryable, tenantId: string, from: Date, to: Date, binSeconds: number): Promise<BreakerOpeningBinRow[]> {
   const { rows } = await db.query<BreakerOpeningBinRow>(
-    `WITH keys AS (
-       SELECT DISTINCT dependency_key FROM job_minute_stats
-        WHERE tenant_id = $1 AND minute >= $2 AND minute < $3 AND dependency_key <> ''
-       UNION SELECT dependency_key FROM dependency_pauses WHERE tenant_id = $1
-       UNION SELECT dependency_key FROM breaker_openings WHERE tenant_id = $1 AND opened_at >= $2 AND opened_at < $3
-     )
-     SELECT o.dependency_key, date_bin(make_interval(secs => $4), o.opened_at, timestamptz '1970-01-01 00:00:00+00') AS bin,
-            count(*)::int AS openings
-       FROM keys k JOIN breaker_openings o ON o.dependency_key = k.dependency_key AND o.opened_at >= $2 AND o.opened_at < $3
+    `SELECT dependency_key, date_bin(make_interval(secs => $4), opened_at, timestamptz '1970-01-01 00:00:00+00') AS bin, count(*)::int AS openings
+       FROM breaker_openings WHERE tenant_id = $1 AND opened_at >= $2 AND opened_at < $3
       GROUP BY 1, 2 ORDER BY 1, 2`,
     [tenantId, from, to, binSeconds],
   );

@@ -93,7 +93,7 @@ export function getServiceDeps(): ServiceDeps {
       logger,
       allowedCidrs: env.TICK_SSRF_ALLOWED_CIDRS,
       retentionMaxDays: env.TICK_RETENTION_MAX_DAYS,
-      readBreakers: (keys) => ask(breakers.inspect(keys)),
+      readBreakers: (tenantId, keys) => ask(breakers.inspect(tenantId, keys)),
     };
   }
   return serviceDeps;

@@ -6,8 +6,8 @@ import type { ServiceDeps } from "./service-deps";
 
 type Deps = Pick<ServiceDeps, "pool" | "readBreakers">;
 
-async function withBreakers(deps: Deps, rows: sql.DependencyRow[]): Promise<Dependency[]> {
-  const breakers = await deps.readBreakers(rows.map((r) => r.key));
+async function withBreakers(deps: Deps, tenantId: string, rows: sql.DependencyRow[]): Promise<Dependency[]> {
+  const breakers = await deps.readBreakers(tenantId, rows.map((r) => r.key));
   return rows.map((r) => {
     const b = breakers?.get(r.key);
     return {
@@ -24,13 +24,13 @@ async function withBreakers(deps: Deps, rows: sql.DependencyRow[]): Promise<Depe
 
 /** The dependencies the tenant's live jobs call and the ones it paused, with breaker state and counts (#20, S11). */
 export async function listDependencies(deps: Deps, tenantId: string): Promise<Dependency[]> {
-  return withBreakers(deps, await sql.listDependencies(deps.pool, tenantId));
+  return withBreakers(deps, tenantId, await sql.listDependencies(deps.pool, tenantId));
 }
 
 async function getDependency(deps: Deps, tenantId: string, key: string): Promise<Dependency> {
-  const [found] = await withBreakers(deps, await sql.listDependencies(deps.pool, tenantId, key));
+  const [found] = await withBreakers(deps, tenantId, await sql.listDependencies(deps.pool, tenantId, key));
   // Resumed with no live job: it still exists as far as the caller is concerned, with nothing in it.
-  return found ?? (await withBreakers(deps, [{ key, paused_at: null, reason: null, due: 0, in_flight: 0 }]))[0]!;
+  return found ?? (await withBreakers(deps, tenantId, [{ key, paused_at: null, reason: null, due: 0, in_flight: 0 }]))[0]!;
 }
 
 /**

@@ -19,5 +19,5 @@ export interface ServiceDeps {
   /** The deployment's ceiling on a tenant's retention (TICK_RETENTION_MAX_DAYS). */
   retentionMaxDays: number;
   /** Circuit breakers of these dependencies, read through @tick/breaker; null when Redis did not answer in time. */
-  readBreakers: (keys: readonly string[]) => Promise<Map<string, BreakerView> | null>;
+  readBreakers: (tenantId: string, keys: readonly string[]) => Promise<Map<string, BreakerView> | null>;
 }
