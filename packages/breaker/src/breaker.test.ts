@@ -106,3 +106,21 @@ describe("inspect", () => {
     expect(await b.inspect(TENANT, [])).toEqual(new Map());
   });
 });
+
+describe("windowStats", () => {
+  it("reads several breakers' states and window figures in one call, in order, without changing them (#21: the worker's metrics)", async () => {
+    const b = createBreakers({ redis, prefix: test.prefix, policy });
+    const down = k("stats-down.example");
+    const retried = k("stats-retried.example");
+    for (let i = 0; i < 4; i++) await b.record(down, false);
+    for (let i = 0; i < 3; i++) await b.admit(retried, false);
+    await b.admit(retried, true);
+    await b.record(retried, true);
+    const [d, r, never] = await b.windowStats([down, retried, k("stats-never.example")]);
+    expect(d).toMatchObject({ state: "open", ok: 0, fail: 4 });
+    expect(r).toEqual({ state: "closed", ok: 1, fail: 0, attempts: 4, retries: 1 });
+    expect(never).toEqual({ state: "closed", ok: 0, fail: 0, attempts: 0, retries: 0 });
+    expect(await redis.hget(`${test.prefix}:breaker:${TENANT}/stats-down.example`, "state")).toBe("open");
+    expect(await b.windowStats([])).toEqual([]);
+  });
+});

@@ -108,6 +108,25 @@ for i, base in ipairs(KEYS) do
 end
 return out`;
 
+// Read-only window figures of several breakers (KEYS: their bases; ARGV: windowMs, bucketMs): per key its state
+// (an open one past its open period shown as half_open, as INSPECT does) and the window's ok, fail, attempts
+// and retries.
+const WINDOW_STATS = `${NOW}
+${WINDOW}
+local out = {}
+for i, base in ipairs(KEYS) do
+  local v = redis.call('HMGET', base, 'state', 'open_until')
+  local state = v[1] or 'closed'
+  if state == 'open' and now >= tonumber(v[2] or '0') then state = 'half_open' end
+  local ok, fail, attempts, retries = window(base, now, tonumber(ARGV[1]), tonumber(ARGV[2]))
+  out[#out + 1] = state
+  out[#out + 1] = ok
+  out[#out + 1] = fail
+  out[#out + 1] = attempts
+  out[#out + 1] = retries
+end
+return out`;
+
 // Admission of one attempt: ARGV: isRetry(1/0), windowMs, bucketMs, minRequests, retryBudget, probeTimeoutMs
 const ADMIT = `${NOW}
 ${WINDOW}
@@ -137,6 +156,14 @@ export interface BreakerView {
   state: BreakerState;
   openUntil: number | null;
 }
+/** A breaker's state and its sliding window's figures (for metrics: failure rate, retry budget used). */
+export interface BreakerWindow {
+  state: BreakerState;
+  ok: number;
+  fail: number;
+  attempts: number;
+  retries: number;
+}
 
 /** Whose breaker: a tenant's dependency (a job's dependency_key). */
 export interface BreakerKey {
@@ -156,6 +183,7 @@ type Scripts = Redis & {
   tickBreakerState(base: string, openSet: string, ...args: (string | number)[]): Promise<BreakerState>;
   tickBreakerAdmit(base: string, ...args: (string | number)[]): Promise<Admission>;
   tickBreakerInspect(numberOfKeys: number, ...bases: string[]): Promise<string[]>;
+  tickBreakerWindowStats(numberOfKeys: number, ...args: (string | number)[]): Promise<(string | number)[]>;
 };
 
 export function createBreakers(options: { redis: Redis; prefix: string; policy?: Partial<BreakerPolicy> }) {
@@ -168,6 +196,7 @@ export function createBreakers(options: { redis: Redis; prefix: string; policy?:
   }
   // Defined apart: a client set up by an older build of this package has the other three already.
   if (typeof r.tickBreakerInspect !== "function") r.defineCommand("tickBreakerInspect", { lua: INSPECT });
+  if (typeof r.tickBreakerWindowStats !== "function") r.defineCommand("tickBreakerWindowStats", { lua: WINDOW_STATS });
   const base = (key: BreakerKey) => `${options.prefix}:breaker:${nameOf(key)}`;
   const openSet = `${options.prefix}:breakers:open`;
   const stateOf = (key: BreakerKey) => r.tickBreakerState(base(key), openSet, nameOf(key));
@@ -198,6 +227,21 @@ export function createBreakers(options: { redis: Redis; prefix: string; policy?:
       if (dependencies.length === 0) return new Map();
       const flat = await r.tickBreakerInspect(dependencies.length, ...dependencies.map((dependency) => base({ tenantId, dependency })));
       return new Map(dependencies.map((d, i) => [d, { state: flat[2 * i] as BreakerState, openUntil: flat[2 * i + 1] ? Number(flat[2 * i + 1]) : null }]));
+    },
+    /**
+     * These breakers' states and their windows' figures (outcomes, attempts, retries), in one round trip and
+     * without changing any, in the order given (for the worker's metrics). A breaker never used is closed and empty.
+     */
+    async windowStats(keys: readonly BreakerKey[]): Promise<BreakerWindow[]> {
+      if (keys.length === 0) return [];
+      const flat = await r.tickBreakerWindowStats(keys.length, ...keys.map(base), policy.windowMs, policy.bucketMs);
+      return keys.map((_, i) => ({
+        state: flat[5 * i] as BreakerState,
+        ok: Number(flat[5 * i + 1]),
+        fail: Number(flat[5 * i + 2]),
+        attempts: Number(flat[5 * i + 3]),
+        retries: Number(flat[5 * i + 4]),
+      }));
     },
     /** The breakers open now, every tenant's (schedulers hold their jobs). */
     async openDependencies(): Promise<BreakerKey[]> {
