@@ -1,0 +1,4 @@
+import { fileURLToPath } from "node:url";
+
+/** The repository's root. */
+export const REPO = fileURLToPath(new URL("../../..", import.meta.url)).replace(/\/$/, "");
