@@ -24,11 +24,21 @@ describe("scheduler env", () => {
     expect(env.TICK_BIND_HOST).toBe("127.0.0.1"); // health server on loopback unless TICK_BIND_HOST says otherwise
   });
 
+  it("bounds the metric labels: tenant IDs and dependencies always labelled, and how many of the busiest besides (#21)", () => {
+    const env = loadSchedulerEnv({ ...base, TICK_METRICS_TENANTS: "0b5c6f1e-1111-4a4a-8888-000000000001, 0b5c6f1e-2222-4a4a-8888-000000000002", TICK_METRICS_DEPENDENCIES: "api.stripe.com" });
+    expect(env.TICK_METRICS_TENANTS).toEqual(["0b5c6f1e-1111-4a4a-8888-000000000001", "0b5c6f1e-2222-4a4a-8888-000000000002"]);
+    expect(env.TICK_METRICS_DEPENDENCIES).toEqual(["api.stripe.com"]);
+    expect([env.TICK_METRICS_TOP_TENANTS, env.TICK_METRICS_TOP_QUEUES, env.TICK_METRICS_TOP_DEPENDENCIES]).toEqual([20, 50, 20]);
+  });
+
   it.each([
     [{ SCHEDULER_LEASE_TTL: "soon" }, /^SCHEDULER_LEASE_TTL: /],
     [{ SCHEDULER_LEASE_TTL: "10s", SCHEDULER_LEASE_RENEW_INTERVAL: "6s" }, /^SCHEDULER_LEASE_RENEW_INTERVAL: must be at most half/],
     [{ TICK_SHARDS: "0" }, /^TICK_SHARDS: /],
     [{ SCHEDULER_HEALTH_PORT: "-1" }, /^SCHEDULER_HEALTH_PORT: /],
+    [{ TICK_METRICS_TENANTS: "acme" }, /^TICK_METRICS_TENANTS: "acme" is not a tenant ID/],
+    [{ TICK_METRICS_TOP_TENANTS: "-1" }, /^TICK_METRICS_TOP_TENANTS: /],
+    [{ TICK_METRICS_TOP_DEPENDENCIES: "many" }, /^TICK_METRICS_TOP_DEPENDENCIES: /],
   ])("refuses %o naming the variable", (extra, message) => {
     const found = problems({ ...base, ...extra });
     expect(found).toHaveLength(1);

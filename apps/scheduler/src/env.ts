@@ -1,11 +1,12 @@
 import { z } from "zod";
 import { durationSchema } from "@tick/core";
-import { baseEnvShape, parseEnv, port, positiveInt, processId, serviceEnvShape } from "@tick/runtime";
+import { baseEnvShape, metricsEnvShape, parseEnv, port, positiveInt, processId, serviceEnvShape } from "@tick/runtime";
 
 export const schedulerEnvSchema = z
   .object({
     ...baseEnvShape,
     ...serviceEnvShape,
+    ...metricsEnvShape,
     /** Port of /healthz, /readyz and /metrics. */
     SCHEDULER_HEALTH_PORT: port.default(9464),
     /** Number of shards tenants are spread over; every scheduler must agree on it. */

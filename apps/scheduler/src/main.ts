@@ -1,5 +1,5 @@
-import { createPool } from "@tick/db";
-import { runService } from "@tick/runtime";
+import { createPool, sql } from "@tick/db";
+import { MetricLabels, metricLabelConfig, runService } from "@tick/runtime";
 import { loadSchedulerEnv } from "./env.js";
 import { createScheduler } from "./scheduler.js";
 
@@ -10,9 +10,11 @@ void runService({
   loadEnv: loadSchedulerEnv,
   identity: (env) => ({ id: env.SCHEDULER_ID, healthPort: env.SCHEDULER_HEALTH_PORT, dbPoolSize: env.SCHEDULER_DB_POOL_SIZE }),
   createPool,
+  databaseNow: (pool) => sql.databaseNow(pool),
   start: async ({ env, deps }) => {
     const scheduler = createScheduler({
       ...deps,
+      metricLabels: new MetricLabels(metricLabelConfig(env)),
       config: {
         id: env.SCHEDULER_ID,
         region: env.TICK_REGION,

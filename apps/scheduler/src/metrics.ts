@@ -1,8 +1,28 @@
 import { Counter, Gauge, type Registry } from "prom-client";
+import { MetricLabels } from "@tick/runtime";
 
-export function createSchedulerMetrics(registry: Registry) {
+/**
+ * The scheduler's metrics (docs/observability.md lists every one). Tenant and queue labels go through the
+ * process's MetricLabels, so their values are bounded whatever the number of tenants.
+ */
+export function createSchedulerMetrics(registry: Registry, labels: MetricLabels = new MetricLabels()) {
   return {
-    dispatched: new Counter({ name: "tick_dispatched_total", help: "Jobs claimed into dispatched attempts", labelNames: ["shard"], registers: [registry] }),
+    labels,
+    dispatched: labels.track(
+      new Counter({ name: "tick_dispatched_total", help: "Jobs claimed into dispatched attempts, by shard and tenant", labelNames: ["shard", "tenant"], registers: [registry] }),
+      "tenant",
+    ),
+    dispatchThrottled: new Counter({
+      name: "tick_dispatch_throttled_rounds_total",
+      help: "Dispatch rounds of a shard with due work that claimed nothing or less than was due, by what held them (rate: the dispatch rate limit; queue_full: the shard's unstarted attempts at SCHEDULER_MAX_QUEUED_PER_SHARD)",
+      labelNames: ["reason"],
+      registers: [registry],
+    }),
+    dispatchRateLimit: new Gauge({
+      name: "tick_dispatch_rate_limit_per_second",
+      help: "This scheduler's share of SCHEDULER_DISPATCH_RATE (jobs/s), following the share of shards it holds: the cap a catch-up drains at",
+      registers: [registry],
+    }),
     staleWrites: new Counter({
       name: "tick_stale_writes_rejected_total",
       help: "Scheduler writes refused because the shard lease was no longer held at that epoch",
@@ -39,6 +59,76 @@ export function createSchedulerMetrics(registry: Registry) {
     }),
     maintenanceLastRound: new Gauge({ name: "tick_maintenance_last_round_timestamp_seconds", help: "When the maintenance loop last finished a round", registers: [registry] }),
     shardsHeld: new Gauge({ name: "tick_shards_held", help: "Shard leases this scheduler holds", registers: [registry] }),
+    shardCount: new Gauge({ name: "tick_shard_count", help: "Shards tenants are spread over (TICK_SHARDS); sum(tick_shards_held) below it means shards nobody holds", registers: [registry] }),
+    shardEpoch: new Gauge({ name: "tick_shard_epoch", help: "The epoch of each shard lease this scheduler holds (raised by every acquisition; a takeover raises it)", labelNames: ["shard"], registers: [registry] }),
+    shardRenewals: new Counter({ name: "tick_shard_lease_renewals_total", help: "Shard lease renewals that succeeded (one per shard renewed)", registers: [registry] }),
+    shardLeasesLost: new Counter({
+      name: "tick_shard_leases_lost_total",
+      help: "Shard leases this scheduler lost: a renewal refused because the lease had expired or another scheduler had taken it",
+      registers: [registry],
+    }),
+    shardAcquisitions: new Counter({
+      name: "tick_shard_lease_acquisitions_total",
+      help: "Shard leases acquired, by kind (takeover: the previous holder's lease had expired; free: released or never held)",
+      labelNames: ["kind"],
+      registers: [registry],
+    }),
+    dueTenants: new Gauge({ name: "tick_due_tenants", help: "Tenants with due jobs in a held shard, as Postgres says (at reconciliation, and every polling round)", labelNames: ["shard"], registers: [registry] }),
+    dueIndexTenants: new Gauge({
+      name: "tick_due_index_tenants",
+      help: "Tenants with due jobs in a held shard, as the Redis due index lists them (at reconciliation; 0 while the index is not built)",
+      labelNames: ["shard"],
+      registers: [registry],
+    }),
+    loopRuns: new Counter({ name: "tick_scheduler_loop_runs_total", help: "Steps each scheduler loop finished, by loop and outcome (ok, error)", labelNames: ["loop", "outcome"], registers: [registry] }),
+    queueJobs: labels.track(
+      new Gauge({
+        name: "tick_queue_jobs",
+        help: "Jobs per tenant and queue from the latest per-minute sample, by state (waiting: scheduled, due or not; overdue: scheduled and past their due time; in_flight: dispatched or running)",
+        labelNames: ["tenant", "queue", "state"],
+        registers: [registry],
+      }),
+      "queue",
+    ),
+    queueOldestDueAge: labels.track(
+      new Gauge({
+        name: "tick_queue_oldest_due_age_seconds",
+        help: "How long the oldest overdue job of a tenant's queue has waited past its due time, from the latest per-minute sample (0 when none is overdue)",
+        labelNames: ["tenant", "queue"],
+        registers: [registry],
+      }),
+      "queue",
+    ),
+    dlqJobs: labels.track(
+      new Gauge({ name: "tick_dlq_jobs", help: "Dead jobs (the DLQ) per tenant and queue, from the latest per-minute sample", labelNames: ["tenant", "queue"], registers: [registry] }),
+      "queue",
+    ),
+    replaysOpen: labels.track(
+      new Gauge({ name: "tick_replays_open", help: "DLQ replays not finished, per tenant and status (running, paused, auto_paused, cancelled: still settling)", labelNames: ["tenant", "status"], registers: [registry] }),
+      "tenant",
+    ),
+    replayJobs: labels.track(
+      new Gauge({
+        name: "tick_replay_jobs",
+        help: "Jobs of the open DLQ replays per tenant, by state (pending: not released; in_flight: released, not finished; succeeded, failed, skipped: settled)",
+        labelNames: ["tenant", "state"],
+        registers: [registry],
+      }),
+      "tenant",
+    ),
+    replayFailureRatio: labels.track(
+      new Gauge({
+        name: "tick_replay_failure_ratio",
+        help: "Share of failed first attempts among the latest judged jobs of a running DLQ replay (its target's error rate; the highest over the tenant's replays)",
+        labelNames: ["tenant"],
+        registers: [registry],
+      }),
+      "tenant",
+    ),
+    replayOutcomes: labels.track(
+      new Counter({ name: "tick_replay_outcomes_total", help: "Replayed jobs settled, per tenant and outcome (succeeded; failed: dead or expired again; skipped)", labelNames: ["tenant", "outcome"], registers: [registry] }),
+      "tenant",
+    ),
   };
 }
 

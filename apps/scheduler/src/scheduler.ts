@@ -4,16 +4,18 @@ import { ATTEMPT_QUEUE, WEBHOOK_QUEUE } from "@tick/core";
 import { createBreakers, heldByTenant } from "@tick/breaker";
 import { createDueIndex } from "@tick/due-index";
 import { sql } from "@tick/db";
-import { NO_FAULTS, type Logger, type ServiceDeps } from "@tick/runtime";
+import { NO_FAULTS, type Logger, type MetricLabels, type ServiceDeps } from "@tick/runtime";
 import { Dispatcher } from "./dispatch/dispatcher.js";
 import { DueTenantSource } from "./dispatch/due-tenant-source.js";
 import { RateLimiter } from "./dispatch/rate-limiter.js";
 import { ShardLeaseManager, type HeldLease } from "./leases/shard-lease-manager.js";
-import { createSchedulerMetrics } from "./metrics.js";
+import { createSchedulerMetrics, type SchedulerMetrics } from "./metrics.js";
 import { OutboxRelay, dispatchMessageState } from "./outbox/outbox-relay.js";
 import { Reaper } from "./reaper/reaper.js";
 import { Maintenance } from "./maintenance/maintenance.js";
+import { QueueGaugeMetrics } from "./maintenance/queue-gauge-metrics.js";
 import { Materializer } from "./recurrence/materializer.js";
+import { ReplayProgressMetrics } from "./replay/replay-progress-metrics.js";
 import { Replayer } from "./replay/replayer.js";
 
 export interface SchedulerConfig {
@@ -62,7 +64,12 @@ export const MAINTENANCE_DEFAULTS = {
 
 export interface SchedulerDeps extends ServiceDeps<pg.Pool> {
   config: SchedulerConfig;
+  /** Bounds the tenant and queue labels of the metrics (TICK_METRICS_*; defaults when absent). */
+  metricLabels?: MetricLabels;
 }
+
+/** How often the per-queue gauges are read back from the maintenance loop's per-minute sample. */
+const QUEUE_GAUGES_INTERVAL_MS = 15_000;
 
 const STALL_WARNING_MS = 15_000;
 
@@ -91,6 +98,7 @@ class Loop {
     private readonly intervalMs: number,
     private readonly step: () => Promise<unknown>,
     private readonly logger: Logger,
+    private readonly metrics: Pick<SchedulerMetrics, "loopRuns">,
   ) {}
 
   private nextDelay(result: unknown): number {
@@ -126,8 +134,12 @@ class Loop {
       this.running = this.step()
         .then((result) => {
           delay = this.nextDelay(result);
+          this.metrics.loopRuns.inc({ loop: this.name, outcome: "ok" });
         })
-        .catch((err) => this.logger.error({ err, loop: this.name }, "scheduler loop step failed"))
+        .catch((err) => {
+          this.metrics.loopRuns.inc({ loop: this.name, outcome: "error" });
+          this.logger.error({ err, loop: this.name }, "scheduler loop step failed");
+        })
         .finally(() => {
           clearInterval(watchdog);
           this.running = undefined;
@@ -145,7 +157,8 @@ class Loop {
 export function createScheduler(deps: SchedulerDeps) {
   const { pool, redis, logger, config } = deps;
   const faults = deps.faults ?? NO_FAULTS;
-  const metrics = createSchedulerMetrics(deps.registry);
+  const metrics = createSchedulerMetrics(deps.registry, deps.metricLabels);
+  metrics.shardCount.set(config.shardCount);
   const connection = { connection: redis, prefix: `${config.redisPrefix}:bull` };
   const queues = { dispatch: new Queue(ATTEMPT_QUEUE, connection), webhook: new Queue(WEBHOOK_QUEUE, connection) };
   let lastQueueError = 0;
@@ -156,7 +169,7 @@ export function createScheduler(deps: SchedulerDeps) {
       logger.warn({ err: err.message }, "broker connection error");
     });
   }
-  const leases = new ShardLeaseManager(pool, { holder: config.id, region: config.region, shardCount: config.shardCount, ttlMs: config.leaseTtlMs }, logger);
+  const leases = new ShardLeaseManager(pool, { holder: config.id, region: config.region, shardCount: config.shardCount, ttlMs: config.leaseTtlMs }, logger, metrics);
   const dispatchRate = new RateLimiter(0);
   const relayRate = new RateLimiter(config.relayRatePerSecond);
   const dueIndex = createDueIndex({ redis: deps.indexRedis, prefix: config.redisPrefix });
@@ -209,13 +222,25 @@ export function createScheduler(deps: SchedulerDeps) {
 
   const maintenanceConfig = { ...MAINTENANCE_DEFAULTS, ...config.maintenance };
   const maintenance = new Maintenance(pool, { holder: config.id, ...maintenanceConfig }, logger, metrics);
+  const queueGauges = new QueueGaugeMetrics(pool, metrics);
+  const replayProgress = new ReplayProgressMetrics(metrics);
 
   let held: HeldLease[] = [];
   const leaseTick = async () => {
+    const before = held;
     held = await leases.tick();
     metrics.shardsHeld.set(held.length);
+    for (const lease of held) metrics.shardEpoch.set({ shard: String(lease.shard) }, Number(lease.epoch));
+    // A shard given up takes its per-shard series with it: its new holder reports it.
+    const kept = new Set(held.map((l) => l.shard));
+    for (const gone of before.filter((l) => !kept.has(l.shard))) {
+      const labels = { shard: String(gone.shard) };
+      for (const gauge of [metrics.shardEpoch, metrics.dueIndexMode, metrics.dueTenants, metrics.dueIndexTenants]) gauge.remove(labels);
+    }
     // This process's share of the global dispatch rate follows the share of shards it holds.
-    dispatchRate.setRate((config.dispatchRatePerSecond * held.length) / config.shardCount);
+    const rate = (config.dispatchRatePerSecond * held.length) / config.shardCount;
+    dispatchRate.setRate(rate);
+    metrics.dispatchRateLimit.set(rate);
     return held;
   };
   /** One round over the held shards; `more`: some shard has due work it could not take yet. */
@@ -266,24 +291,38 @@ export function createScheduler(deps: SchedulerDeps) {
   const replayOnce = async () => {
     let released = 0;
     const open = await sql.shardsWithOpenReplays(pool, held.map((l) => l.shard));
-    for (const lease of held) if (open.has(lease.shard)) released += (await replayer.runShard(lease)).released;
+    for (const lease of held) {
+      if (!open.has(lease.shard)) continue;
+      const round = await replayer.runShard(lease);
+      released += round.released;
+      if (round.leaseHeld) replayProgress.record(lease.shard, round.progress);
+    }
+    // Shards without open replays (or no longer held) have nothing to show.
+    replayProgress.keepOnly(held.filter((l) => open.has(l.shard)).map((l) => l.shard));
     return released;
+  };
+  let queueGaugesAt = -Infinity;
+  const refreshQueueGauges = () => {
+    queueGaugesAt = performance.now();
+    return queueGauges.refresh(held.map((l) => l.shard));
   };
   const maintainOnce = async () => {
     const results = await maintenance.runRound(held);
     metrics.maintenanceLastRound.set(Date.now() / 1000);
+    // The queue figures the round sampled (once a minute per shard), exported as gauges.
+    if (performance.now() - queueGaugesAt >= QUEUE_GAUGES_INTERVAL_MS) await refreshQueueGauges();
     return results;
   };
   const reapOnce = () => reaper.runRound(held);
 
-  const leaseLoop = new Loop("leases", config.leaseRenewIntervalMs, leaseTick, logger);
-  const dispatchLoop = new Loop("dispatch", config.dispatchIntervalMs, dispatchStep, logger);
-  const relayLoop = new Loop("relay", Math.max(50, config.dispatchIntervalMs), relayOnce, logger);
-  const reaperLoop = new Loop("reaper", config.reaperIntervalMs, reapOnce, logger);
-  const reconcileLoop = new Loop("reconcile", config.reconcileIntervalMs, reconcileOnce, logger);
-  const recurrenceLoop = new Loop("recurrence", config.recurrenceIntervalMs, materializeOnce, logger);
-  const replayLoop = new Loop("replay", config.replayIntervalMs, replayOnce, logger);
-  const maintenanceLoop = new Loop("maintenance", maintenanceConfig.intervalMs, maintainOnce, logger);
+  const leaseLoop = new Loop("leases", config.leaseRenewIntervalMs, leaseTick, logger, metrics);
+  const dispatchLoop = new Loop("dispatch", config.dispatchIntervalMs, dispatchStep, logger, metrics);
+  const relayLoop = new Loop("relay", Math.max(50, config.dispatchIntervalMs), relayOnce, logger, metrics);
+  const reaperLoop = new Loop("reaper", config.reaperIntervalMs, reapOnce, logger, metrics);
+  const reconcileLoop = new Loop("reconcile", config.reconcileIntervalMs, reconcileOnce, logger, metrics);
+  const recurrenceLoop = new Loop("recurrence", config.recurrenceIntervalMs, materializeOnce, logger, metrics);
+  const replayLoop = new Loop("replay", config.replayIntervalMs, replayOnce, logger, metrics);
+  const maintenanceLoop = new Loop("maintenance", maintenanceConfig.intervalMs, maintainOnce, logger, metrics);
   const loops = [leaseLoop, dispatchLoop, relayLoop, reaperLoop, reconcileLoop, recurrenceLoop, replayLoop, maintenanceLoop];
 
   return {
@@ -298,6 +337,8 @@ export function createScheduler(deps: SchedulerDeps) {
     materializeOnce,
     replayOnce,
     maintainOnce,
+    /** Reads the latest per-minute queue sample of the held shards into the queue gauges (maintainOnce does it every 15 s). */
+    refreshQueueGauges,
     dueIndex,
     async init() {
       await leases.init();

@@ -1,11 +1,12 @@
 import { z } from "zod";
 import { durationSchema } from "@tick/core";
-import { baseEnvShape, cidrList, parseEnv, port, positiveInt, processId, serviceEnvShape } from "@tick/runtime";
+import { baseEnvShape, metricsEnvShape, cidrList, parseEnv, port, positiveInt, processId, serviceEnvShape } from "@tick/runtime";
 
 export const workerEnvSchema = z
   .object({
     ...baseEnvShape,
     ...serviceEnvShape,
+    ...metricsEnvShape,
     /** Port of /healthz, /readyz and /metrics. */
     WORKER_HEALTH_PORT: port.default(9465),
     /** Attempts one worker process executes at once. */

@@ -1,5 +1,5 @@
-import { createPool } from "@tick/db";
-import { runService } from "@tick/runtime";
+import { createPool, sql } from "@tick/db";
+import { MetricLabels, metricLabelConfig, runService } from "@tick/runtime";
 import { loadWorkerEnv } from "./env.js";
 import { createAttemptWorker } from "./worker.js";
 
@@ -10,9 +10,11 @@ void runService({
   loadEnv: loadWorkerEnv,
   identity: (env) => ({ id: env.WORKER_ID, healthPort: env.WORKER_HEALTH_PORT, dbPoolSize: env.WORKER_DB_POOL_SIZE }),
   createPool,
+  databaseNow: (pool) => sql.databaseNow(pool),
   start: async ({ env, deps }) => {
     const worker = createAttemptWorker({
       ...deps,
+      metricLabels: new MetricLabels(metricLabelConfig(env)),
       config: {
         id: env.WORKER_ID,
         redisPrefix: env.TICK_REDIS_PREFIX,

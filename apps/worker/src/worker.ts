@@ -4,13 +4,14 @@ import { ATTEMPT_QUEUE, WEBHOOK_QUEUE, type Cidr } from "@tick/core";
 import { createBreakers, type BreakerPolicy } from "@tick/breaker";
 import { createDueIndex } from "@tick/due-index";
 import { ensureSigningSecrets } from "@tick/db";
-import { NO_FAULTS, type ServiceDeps } from "@tick/runtime";
+import { NO_FAULTS, type MetricLabels, type ServiceDeps } from "@tick/runtime";
 import { createAttemptCompleter } from "./execution/attempt-completer.js";
 import { createLeaseKeeper } from "./execution/attempt-lease.js";
 import { runAttempt, runMessage } from "./execution/attempt-runner.js";
 import { createAttemptStarter } from "./execution/attempt-starter.js";
+import { observeBreakers } from "./execution/breaker-metrics.js";
 import { createCallSlots } from "./execution/call-slots.js";
-import { deliverWebhook } from "./execution/webhook-delivery.js";
+import { deliverWebhook, type DeliveryObservation } from "./execution/webhook-delivery.js";
 import { createHttpCaller } from "./execution/http-call.js";
 import { createWorkerMetrics } from "./metrics.js";
 
@@ -35,12 +36,17 @@ export interface WorkerConfig {
 
 export interface WorkerDeps extends ServiceDeps<pg.Pool> {
   config: WorkerConfig;
+  /** Bounds the tenant, queue and dependency labels of the metrics (TICK_METRICS_*; defaults when absent). */
+  metricLabels?: MetricLabels;
 }
+
+/** How often the breaker gauges (state, retry budget, open breakers) are read from Redis. */
+const BREAKER_METRICS_INTERVAL_MS = 10_000;
 
 /** Consumes dispatch messages from BullMQ and runs each as one attempt. */
 export function createAttemptWorker(deps: WorkerDeps) {
   const { pool, logger, config } = deps;
-  const metrics = createWorkerMetrics(deps.registry);
+  const metrics = createWorkerMetrics(deps.registry, deps.metricLabels);
   const http = createHttpCaller({ allowedCidrs: config.allowedCidrs, maxResponseBytes: config.maxResponseBytes, connections: config.concurrency });
   const dueIndex = createDueIndex({ redis: deps.indexRedis, prefix: config.redisPrefix });
   // Secrets change rarely (rotation keeps the old ones valid for an overlap): a 30 s cache is enough.
@@ -55,9 +61,18 @@ export function createAttemptWorker(deps: WorkerDeps) {
   };
   // Starts, completions and lease renewals of the concurrent attempts go to Postgres together.
   const batch = { lingerMs: config.batchLingerMs ?? 0, maxBatch: config.concurrency };
-  const starter = createAttemptStarter({ pool, logger, workerId: config.id, leaseMs: config.leaseMs, ...batch });
+  const starter = createAttemptStarter({
+    pool,
+    logger,
+    workerId: config.id,
+    leaseMs: config.leaseMs,
+    ...batch,
+    // Scheduling lag (S12, S16): start − due, both by the database clock; O(1) per attempt, in memory.
+    onStarted: (s) => metrics.schedulingLag.observe(metrics.labels.tenantQueue(s.tenant_id, s.queue), Math.max(0, (s.db_now.getTime() - s.due_at.getTime()) / 1000)),
+  });
   const completer = createAttemptCompleter({ pool, logger, ...batch });
   const leases = createLeaseKeeper({ pool, leaseMs: config.leaseMs, heartbeatMs: config.heartbeatMs });
+  const breakerMetrics = observeBreakers(createBreakers({ redis: deps.indexRedis, prefix: config.redisPrefix, policy: config.breaker }), metrics);
   const runnerDeps = {
     pool,
     slots: createCallSlots(config.concurrency),
@@ -66,7 +81,7 @@ export function createAttemptWorker(deps: WorkerDeps) {
     completer,
     leases,
     secretsFor,
-    breakers: createBreakers({ redis: deps.indexRedis, prefix: config.redisPrefix, policy: config.breaker }),
+    breakers: breakerMetrics.breakers,
     http,
     logger,
     metrics,
@@ -76,10 +91,18 @@ export function createAttemptWorker(deps: WorkerDeps) {
   const runnerConfig = { workerId: config.id, leaseMs: config.leaseMs, heartbeatMs: config.heartbeatMs };
 
   const webhookConfig = { maxTries: config.webhookMaxTries ?? 10, timeoutMs: 10_000, retryBaseMs: config.webhookRetryBaseMs, retryMaxMs: 3_600_000 };
+  const observeDelivery = (o: DeliveryObservation) => {
+    metrics.webhookDeliveries.inc({ tenant: metrics.labels.tenant(o.tenantId), outcome: o.outcome });
+    if (o.lagSeconds !== null) metrics.webhookLag.observe(o.lagSeconds);
+  };
   let worker: Worker | undefined;
   let webhookWorker: Worker | undefined;
+  let breakerTimer: NodeJS.Timeout | undefined;
+  const refreshBreakerMetrics = () => breakerMetrics.refresh().catch((err: unknown) => logger.debug({ err: (err as Error).message }, "breaker metrics not refreshed (Redis?)"));
   return {
     metrics,
+    /** Reads the breakers into their gauges now (tests; the worker does it every 10 s). */
+    refreshBreakerMetrics: () => breakerMetrics.refresh(),
     /** Runs one message directly (tests). */
     run: (data: unknown) => runAttempt(runnerDeps, runnerConfig, data),
     start() {
@@ -103,16 +126,20 @@ export function createAttemptWorker(deps: WorkerDeps) {
         logger.warn({ err: err.message }, "broker connection error");
       });
       worker.on("failed", (job, err) => logger.error({ err, messageId: job?.id }, "attempt message handler failed"));
-      webhookWorker = new Worker(WEBHOOK_QUEUE, (job) => deliverWebhook({ pool, http, logger }, webhookConfig, job.data), {
+      webhookWorker = new Worker(WEBHOOK_QUEUE, (job) => deliverWebhook({ pool, http, logger, observe: observeDelivery }, webhookConfig, job.data), {
         connection: deps.redis,
         prefix: `${config.redisPrefix}:bull`,
         concurrency: Math.max(1, Math.floor(config.concurrency / 4)),
       });
       webhookWorker.on("error", () => {});
       webhookWorker.on("failed", (job, err) => logger.error({ err, messageId: job?.id }, "webhook message handler failed"));
+      void refreshBreakerMetrics();
+      breakerTimer = setInterval(() => void refreshBreakerMetrics(), BREAKER_METRICS_INTERVAL_MS);
+      breakerTimer.unref();
     },
     /** Stops taking messages, lets in-flight attempts finish within the grace period, then closes. */
     async stop() {
+      clearInterval(breakerTimer);
       await webhookWorker?.close();
       if (worker) {
         const closing = worker.close();

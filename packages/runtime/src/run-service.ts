@@ -7,6 +7,7 @@ import { startHealthServer } from "./health-server.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMetricsRegistry } from "./metrics.js";
 import { installGracefulShutdown, type ShutdownStep } from "./shutdown.js";
+import { startStoreProbe } from "./store-probe.js";
 import { appStores, type Pingable } from "./stores.js";
 
 /** What a long-running service is built from: its stores and process plumbing (and, per app, a config). */
@@ -48,6 +49,8 @@ export interface RunServiceOptions<E extends ServiceEnv, P extends Pingable> {
   identity: (env: E) => ServiceIdentity;
   /** Makes the Postgres pool (@tick/db's createPool: the runtime does not know the database driver). */
   createPool: (url: string, options: { max: number; applicationName: string }) => P;
+  /** Reads the database's clock (@tick/db's sql.databaseNow), for tick_clock_offset_seconds. */
+  databaseNow: (pool: P) => Promise<Date>;
   /** Builds and starts the app; returns how it stops taking work (before the stores close) and what to log. */
   start: (context: { env: E; deps: ServiceDeps<P> }) => Promise<{ stop: ShutdownStep; info?: Record<string, unknown> }>;
 }
@@ -57,7 +60,7 @@ export const EXIT_CONFIG = 78;
 
 /**
  * The life of a long-running process: validate config (exit 78 naming the bad variable), JSON logs,
- * metrics, its Postgres pool and Redis connections, health endpoints checking them, then clean
+ * metrics (with the clock offset and store probe), its Postgres pool and Redis connections, health endpoints checking them, then clean
  * shutdown on SIGTERM/SIGINT: readiness fails, the app stops, the stores and the health server close.
  */
 export async function runService<E extends ServiceEnv, P extends Pingable>(options: RunServiceOptions<E, P>): Promise<void> {
@@ -78,6 +81,7 @@ export async function runService<E extends ServiceEnv, P extends Pingable>(optio
     const registry = createMetricsRegistry(name);
     const stores = appStores(options.createPool(env.DATABASE_URL, { max: dbPoolSize, applicationName: `tick-${name} ${id}` }), env.REDIS_URL, logger);
     const { pool, redis, indexRedis } = stores;
+    const probe = startStoreProbe({ registry, databaseNow: () => options.databaseNow(pool), pingRedis: () => indexRedis.ping() });
     const app = await options.start({ env, deps: { pool, redis, indexRedis, logger, registry, faults: parseFaultPoints(env.TICK_FAULT_POINTS) } });
     const health = await startHealthServer({ port: healthPort, host: env.TICK_BIND_HOST, logger, registry, checks: stores.checks });
     installGracefulShutdown({
@@ -85,6 +89,7 @@ export async function runService<E extends ServiceEnv, P extends Pingable>(optio
       steps: [
         { name: "fail readiness", run: () => health.markShuttingDown() },
         app.stop,
+        { name: "stop store probe", run: () => probe.stop() },
         ...stores.stop,
         { name: "close health server", run: () => health.close() },
       ],

@@ -64,13 +64,19 @@ export class Dispatcher {
 
   async runShard(lease: HeldLease): Promise<DispatchRound> {
     const round: DispatchRound = { shard: lease.shard, claimed: 0, leaseHeld: true, more: false, perTenant: new Map() };
-    if (this.rate.available() <= 0) return { ...round, more: true };
+    if (this.rate.available() <= 0) {
+      this.metrics.dispatchThrottled.inc({ reason: "rate" });
+      return { ...round, more: true };
+    }
     // Who is due first (the Redis index answers without touching Postgres): an idle shard costs no query.
     const { tenants: due, mode, generations } = await this.dueSource.find(lease.shard);
     if (due.length === 0) return round;
     const queued = await sql.countQueuedAttempts(this.pool, lease.shard);
     let budget = Math.min(this.config.batch, this.config.maxQueuedPerShard - queued.total, this.rate.available());
-    if (budget <= 0) return { ...round, more: true };
+    if (budget <= 0) {
+      this.metrics.dispatchThrottled.inc({ reason: this.config.maxQueuedPerShard - queued.total <= 0 ? "queue_full" : "rate" });
+      return { ...round, more: true };
+    }
     const initialBudget = budget;
     const heldByTenant = await this.openDependencies().catch(() => new Map<string, string[]>());
 
@@ -123,7 +129,8 @@ export class Dispatcher {
       }
     }
     this.rate.take(round.claimed);
-    this.metrics.dispatched.inc({ shard: String(lease.shard) }, round.claimed);
+    const shard = String(lease.shard);
+    for (const [tenantId, n] of round.perTenant) if (n > 0) this.metrics.dispatched.inc({ shard, tenant: this.metrics.labels.tenant(tenantId, n) }, n);
     round.more = round.claimed > 0 && round.claimed >= initialBudget;
     return round;
   }

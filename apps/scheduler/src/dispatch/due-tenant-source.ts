@@ -59,7 +59,9 @@ export class DueTenantSource {
     }
     this.metrics.dueIndexMode.set({ shard: String(shard) }, 0);
     this.metrics.pollingRounds.inc({ shard: String(shard) });
-    return { tenants: await sql.findDueTenants(this.pool, shard, this.config.maxTenants), mode: "polling", generations: new Map() };
+    const tenants = await sql.findDueTenants(this.pool, shard, this.config.maxTenants);
+    this.metrics.dueTenants.set({ shard: String(shard) }, tenants.length);
+    return { tenants, mode: "polling", generations: new Map() };
   }
 
   /**
@@ -108,10 +110,16 @@ export class DueTenantSource {
   /** Tenants Postgres says are due but the index does not list: put them back (and count the repair). */
   async reconcile(shard: number): Promise<number> {
     try {
-      if (!(await this.index.isBuilt(shard))) return 0;
+      if (!(await this.index.isBuilt(shard))) {
+        this.metrics.dueIndexTenants.set({ shard: String(shard) }, 0);
+        return 0;
+      }
       await this.calibrate();
       const inPostgres = await sql.findDueTenants(this.pool, shard, this.config.maxTenants);
       const inIndex = new Set(await this.index.dueTenants(shard, this.config.maxTenants * 10, await this.offset()));
+      // Both sides of the comparison as gauges: due tenants in Postgres while the index lists none is S9.
+      this.metrics.dueTenants.set({ shard: String(shard) }, inPostgres.length);
+      this.metrics.dueIndexTenants.set({ shard: String(shard) }, inIndex.size);
       let repaired = 0;
       for (const t of inPostgres) {
         if (inIndex.has(t.tenant_id)) continue;

@@ -1,5 +1,6 @@
 import { sql, type Queryable } from "@tick/db";
 import type { Logger } from "@tick/runtime";
+import type { SchedulerMetrics } from "../metrics.js";
 
 export interface ShardLeaseConfig {
   holder: string;
@@ -29,6 +30,7 @@ export class ShardLeaseManager {
     private readonly db: Queryable,
     private readonly config: ShardLeaseConfig,
     private readonly logger: Logger,
+    private readonly metrics?: Pick<SchedulerMetrics, "shardRenewals" | "shardLeasesLost" | "shardAcquisitions">,
   ) {}
 
   heldShards(): HeldLease[] {
@@ -61,8 +63,10 @@ export class ShardLeaseManager {
     }
     if (before.length > 0) this.lastRenewedAt = doneAt;
     const kept = new Set(renewed.map((r) => r.shard));
+    this.metrics?.shardRenewals.inc(renewed.length);
     for (const lost of before.filter((h) => !kept.has(h.shard))) {
       this.logger.warn({ shard: lost.shard, epoch: lost.epoch }, "shard lease lost (renewal refused)");
+      this.metrics?.shardLeasesLost.inc();
       this.held.delete(lost.shard);
     }
 
@@ -73,7 +77,10 @@ export class ShardLeaseManager {
     if (this.held.size < fairShare) {
       for (const got of await sql.acquireShards(this.db, holder, region, ttlMs, fairShare - this.held.size, shardCount)) {
         this.held.set(got.shard, { shard: got.shard, epoch: got.epoch });
-        this.logger.info({ shard: got.shard, epoch: got.epoch }, "shard lease acquired");
+        // An expired lease still names its holder (a release clears it): this is a takeover (S2).
+        const kind = got.previousHolder === null ? "free" : "takeover";
+        this.metrics?.shardAcquisitions.inc({ kind });
+        this.logger.info({ shard: got.shard, epoch: got.epoch, kind, previousHolder: got.previousHolder }, "shard lease acquired");
       }
       if (before.length === 0) this.lastRenewedAt = performance.now();
     } else if (this.held.size > fairShare) {

@@ -20,7 +20,24 @@ export interface ReplayRound {
   /** False when the shard lease was no longer ours: nothing was released. */
   leaseHeld: boolean;
   released: number;
+  /** Where each replay of the shard still open stands after the round (the replay metrics). */
+  progress: ReplayProgress[];
 }
+
+/** A replay's progress after a round, for the metrics (tick_replay_jobs and kin). */
+export interface ReplayProgress {
+  tenantId: string;
+  status: string;
+  pending: number;
+  inFlight: number;
+  succeeded: number;
+  failed: number;
+  skipped: number;
+  /** Failed share of the latest judged first attempts (a running replay's), or null before enough are in. */
+  failureRate: number | null;
+}
+
+type StepResult = { released: number; firstDueAt: Date | null; event?: string; reason?: string; progress?: ReplayProgress; settled?: { succeeded: number; failed: number; skipped: number } };
 
 /**
  * Runs the DLQ replays of the shards this scheduler holds (S17), each round inside the shard-fenced
@@ -42,8 +59,9 @@ export class Replayer {
 
   async runShard(lease: HeldLease): Promise<ReplayRound> {
     let released = 0;
+    const progress: ReplayProgress[] = [];
     const replays = await sql.openReplaysOfShard(this.pool, lease.shard);
-    if (replays.length === 0) return { leaseHeld: true, released };
+    if (replays.length === 0) return { leaseHeld: true, released, progress };
     // Breakers live in Redis: when it is down, replays go on judged by their failure rate alone.
     const open = replays.some((r) => r.status === "running") ? await this.openDependencies().catch(() => new Map<string, string[]>()) : new Map<string, string[]>();
     for (const replay of replays) {
@@ -54,18 +72,36 @@ export class Replayer {
         (client) => this.step(client, replay, open.get(replay.tenant_id) ?? []),
         (stale) => this.metrics.staleWrites.inc({ shard: String(stale.shard), component: "replay" }),
       );
-      if (!result.ok) return { leaseHeld: false, released };
+      if (!result.ok) return { leaseHeld: false, released, progress: [] };
       const step = result.value;
       released += step.released;
+      if (step.progress) progress.push(step.progress);
+      // Counted once committed: what the round's tally settled (the replay target's error rate, S17).
+      const tenant = this.metrics.labels.tenant(replay.tenant_id, 0);
+      for (const outcome of ["succeeded", "failed", "skipped"] as const) {
+        const n = step.settled?.[outcome] ?? 0;
+        if (n > 0) this.metrics.replayOutcomes.inc({ tenant, outcome }, n);
+      }
       if (step.firstDueAt) await this.noteDue(lease.shard, replay.tenant_id, step.firstDueAt.getTime()).catch(() => {});
       if (step.event) this.logger.info({ replayId: replay.id, tenantId: replay.tenant_id, event: step.event, reason: step.reason }, `DLQ replay ${step.event}`);
     }
-    return { leaseHeld: true, released };
+    return { leaseHeld: true, released, progress };
   }
 
-  private async step(client: pg.PoolClient, replay: sql.ReplayRow, openDependencies: string[]): Promise<{ released: number; firstDueAt: Date | null; event?: string; reason?: string }> {
+  private async step(client: pg.PoolClient, replay: sql.ReplayRow, openDependencies: string[]): Promise<StepResult> {
     const tally = await sql.tallyReplay(client, replay.id);
-    const idle = { released: 0, firstDueAt: null };
+    const settled = { succeeded: tally.succeeded, failed: tally.failed, skipped: tally.skipped };
+    const progressOf = (failureRate: number | null, released = 0): ReplayProgress => ({
+      tenantId: replay.tenant_id,
+      status: replay.status,
+      pending: tally.pending - released,
+      inFlight: tally.inFlight + released,
+      succeeded: replay.succeeded + tally.succeeded,
+      failed: replay.failed + tally.failed,
+      skipped: replay.skipped + tally.skipped,
+      failureRate,
+    });
+    const idle = { released: 0, firstDueAt: null, settled, progress: progressOf(null) };
     if (replay.status === "cancelled") {
       if (tally.inFlight === 0) await sql.closeCancelledReplay(client, replay.id);
       return idle;
@@ -88,7 +124,7 @@ export class Replayer {
           ...(replay.status !== "running" ? { whilePaused: replay.status } : {}),
         });
       }
-      return { ...idle, event: "completed" };
+      return { ...idle, progress: undefined, event: "completed" };
     }
     if (replay.status !== "running") return idle;
 
@@ -109,7 +145,7 @@ export class Replayer {
         await this.audit(client, replay, "dlq.replay.auto_paused", { reason: verdict.reason, failureRate: verdict.rate });
         this.metrics.replayAutoPauses.inc();
       }
-      return { ...idle, event: "auto-paused", reason: verdict.reason };
+      return { ...idle, progress: { ...progressOf(verdict.rate), status: "auto_paused" }, event: "auto-paused", reason: verdict.reason };
     }
 
     // Two brakes on releasing ahead of the work: released jobs not finished (a slow or breaker-held
@@ -126,14 +162,14 @@ export class Replayer {
       remaining: Math.min(tally.pending, Math.max(0, maxInFlight - tally.inFlight), Math.max(0, maxWaiting - tally.waiting)),
       maxBatch: this.config.batch,
     });
-    if (plan.count === 0) return idle;
+    if (plan.count === 0) return { ...idle, progress: progressOf(verdict.rate ?? null) };
     const out = await sql.releaseReplayJobs(
       client,
       { id: replay.id, tenantId: replay.tenant_id, attempts: replay.attempts },
       { count: plan.count, firstSlot: new Date(plan.firstSlotMs), spacingMs: plan.spacingMs, nextSlot: new Date(plan.nextSlotMs) },
     );
     this.metrics.replayReleased.inc(out.released);
-    return { released: out.released, firstDueAt: out.firstDueAt };
+    return { released: out.released, firstDueAt: out.firstDueAt, settled, progress: progressOf(verdict.rate ?? null, out.released) };
   }
 
   private audit(client: pg.PoolClient, replay: sql.ReplayRow, action: string, details: Record<string, unknown>) {

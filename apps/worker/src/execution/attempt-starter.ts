@@ -20,7 +20,16 @@ export interface AttemptStarter {
  * common case starts here; a replayed job (its start gate), a stale, cancelled or duplicate message, and
  * every row of a batch that failed come back null and take the single path, which decides and explains.
  */
-export function createAttemptStarter(options: { pool: pg.Pool; logger: Logger; workerId: string; leaseMs: number; lingerMs?: number; maxBatch: number }): AttemptStarter {
+export function createAttemptStarter(options: {
+  pool: pg.Pool;
+  logger: Logger;
+  workerId: string;
+  leaseMs: number;
+  lingerMs?: number;
+  maxBatch: number;
+  /** Told of each attempt the batch started (the scheduling-lag metric); must be cheap: it runs per attempt. */
+  onStarted?: (started: sql.StartedAttempt) => void;
+}): AttemptStarter {
   const { pool, logger } = options;
   const queue = createBatchQueue({
     lingerMs: options.lingerMs,
@@ -35,6 +44,7 @@ export function createAttemptStarter(options: { pool: pg.Pool; logger: Logger; w
         const s = started.get(r.attemptId);
         if (!s || given.has(r.attemptId)) return null;
         given.add(r.attemptId);
+        options.onStarted?.(s);
         return { started: s, sentAt };
       });
     },

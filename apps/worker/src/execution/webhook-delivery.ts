@@ -17,25 +17,39 @@ export interface WebhookDeliveryConfig {
 
 export type DeliveryOutcome = "delivered" | "retrying" | "failed" | "skipped";
 
+/** What a delivery try came to, for the metrics: whose, its outcome, and (once delivered) its lag in seconds. */
+export interface DeliveryObservation {
+  tenantId: string | null;
+  outcome: DeliveryOutcome;
+  lagSeconds: number | null;
+}
+
 /**
  * Sends one completion webhook, signed per the Standard Webhooks scheme (webhook-id stays the same
  * across retries so receivers can deduplicate), and records the try. Failures retry with exponential
  * backoff through a new outbox row; after `maxTries` the delivery is marked failed (visible, never dropped).
  */
 export async function deliverWebhook(
-  deps: { pool: pg.Pool; http: HttpCaller; logger: Logger },
+  deps: { pool: pg.Pool; http: HttpCaller; logger: Logger; observe?: (o: DeliveryObservation) => void },
   config: WebhookDeliveryConfig,
   raw: unknown,
 ): Promise<DeliveryOutcome> {
+  const outcome = await deliver(deps, config, raw);
+  deps.observe?.(outcome);
+  return outcome.outcome;
+}
+
+async function deliver(deps: { pool: pg.Pool; http: HttpCaller; logger: Logger }, config: WebhookDeliveryConfig, raw: unknown): Promise<DeliveryObservation> {
+  const skipped = { tenantId: null, outcome: "skipped", lagSeconds: null } as const;
   const parsed = messageSchema.safeParse(raw);
-  if (!parsed.success) return "skipped";
+  if (!parsed.success) return skipped;
   let delivery = await sql.loadPendingDelivery(deps.pool, parsed.data.deliveryId);
-  if (!delivery) return "skipped"; // already delivered or failed: a duplicate message
+  if (!delivery) return skipped; // already delivered or failed: a duplicate message
   if (delivery.secrets.length === 0) {
     // First webhook of this tenant: mint its signing secret.
     await ensureSigningSecrets(deps.pool, delivery.tenant_id);
     delivery = await sql.loadPendingDelivery(deps.pool, parsed.data.deliveryId);
-    if (!delivery) return "skipped";
+    if (!delivery) return skipped;
   }
   const body = JSON.stringify(delivery.payload);
   const timestamp = Math.floor(Date.now() / 1000);
@@ -56,7 +70,8 @@ export async function deliverWebhook(
   const tries = delivery.attempts + 1;
   const retryInMs = delivered || tries >= config.maxTries || result.blocked ? null : Math.min(config.retryMaxMs, config.retryBaseMs * 2 ** (tries - 1));
   const error = delivered ? null : (result.blocked ?? result.networkError ?? (result.timedOut ? "timed out" : `HTTP ${result.status}`));
-  await sql.recordDeliveryTry(deps.pool, delivery.id, { delivered, status: result.status ?? null, error, retryInMs, durationMs: result.durationMs });
+  const recorded = await sql.recordDeliveryTry(deps.pool, delivery.id, { delivered, status: result.status ?? null, error, retryInMs, durationMs: result.durationMs });
   if (!delivered) deps.logger.warn({ deliveryId: delivery.id, jobId: delivery.job_id, tries, error, retryInMs }, "webhook delivery failed");
-  return delivered ? "delivered" : retryInMs === null ? "failed" : "retrying";
+  const outcome = delivered ? "delivered" : retryInMs === null ? "failed" : "retrying";
+  return { tenantId: delivery.tenant_id, outcome, lagSeconds: delivered ? recorded.ageSeconds : null };
 }

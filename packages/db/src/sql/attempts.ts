@@ -28,6 +28,10 @@ export interface StartedAttempt {
   backoff: { strategy: "exponential" | "fixed"; baseMs: number; maxMs: number; jitter: "full" | "none" };
   expires_at: Date | null;
   dependency_key: string | null;
+  /** When the job was due (this attempt's due time: a retry's is its backoff's end). */
+  due_at: Date;
+  /** The job's queue's name (for the scheduling-lag metric). */
+  queue: string;
   lease_expires_at: Date;
   /** The database clock when the attempt started: the worker's time reference (never its own clock, S13). */
   db_now: Date;
@@ -72,7 +76,8 @@ export async function startAttempt(
        UPDATE jobs SET status = ${stateLiteral(start.to.start)}, version = version + 1, attempt_count = attempt_count + 1, updated_at = now()
         WHERE id IN (SELECT id FROM locked) AND EXISTS (SELECT 1 FROM attempt)
         RETURNING id AS job_id, tenant_id, shard, version, fencing_token::text, attempt_count, max_attempts, method, url, headers,
-                  body, timeout_ms, idempotency_key, schedule_id, occurrence_at, backoff, expires_at, dependency_key
+                  body, timeout_ms, idempotency_key, schedule_id, occurrence_at, backoff, expires_at, dependency_key, due_at,
+                  (SELECT q.name FROM queues q WHERE q.id = jobs.queue_id) AS queue
      )
      SELECT job.*, attempt.* FROM job, attempt`,
     [args.attemptId, args.jobId, args.version, args.workerId, args.leaseMs],
@@ -85,7 +90,8 @@ export async function startAttempt(
       `UPDATE jobs SET status = ${stateLiteral(start.to.start)}, version = version + 1, attempt_count = attempt_count + 1, updated_at = now()
         WHERE id = $2 AND ${statusIn("status", start.from)} AND version = $3 AND current_attempt_id = $1
         RETURNING id AS job_id, tenant_id, shard, version, fencing_token::text, attempt_count, max_attempts, method, url, headers,
-                  body, timeout_ms, idempotency_key, schedule_id, occurrence_at, backoff, expires_at, dependency_key, replay_id`,
+                  body, timeout_ms, idempotency_key, schedule_id, occurrence_at, backoff, expires_at, dependency_key, due_at,
+                  (SELECT q.name FROM queues q WHERE q.id = jobs.queue_id) AS queue, replay_id`,
       [args.attemptId, args.jobId, args.version],
     );
     if (!job.rows[0]) return null;
@@ -142,7 +148,8 @@ export async function startAttempts(
          FROM attempt a
         WHERE j.id = a.locked_job_id
         RETURNING j.id AS job_id, j.tenant_id, j.shard, j.version, j.fencing_token::text, j.attempt_count, j.max_attempts, j.method, j.url, j.headers,
-                  j.body, j.timeout_ms, j.idempotency_key, j.schedule_id, j.occurrence_at, j.backoff, j.expires_at, j.dependency_key
+                  j.body, j.timeout_ms, j.idempotency_key, j.schedule_id, j.occurrence_at, j.backoff, j.expires_at, j.dependency_key, j.due_at,
+                  (SELECT q.name FROM queues q WHERE q.id = j.queue_id) AS queue
      )
      SELECT job.*, attempt.attempt_id, attempt.attempt_number, attempt.lease_expires_at, attempt.db_now
        FROM job JOIN attempt ON attempt.locked_job_id = job.job_id`,

@@ -17,3 +17,4 @@ export * from "./accounts.js";
 export * from "./queues.js";
 export * from "./dependencies.js";
 export * from "./rollups.js";
+export * from "./queue-gauge-samples.js";

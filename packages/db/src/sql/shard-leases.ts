@@ -9,6 +9,11 @@ export interface HeldShard {
   expiresAt: Date;
 }
 
+export interface AcquiredShard extends HeldShard {
+  /** Who held the lease before (it had expired: a takeover), or null for a free shard (released or new). */
+  previousHolder: string | null;
+}
+
 /** Creates the lease rows 0..count-1 if missing (idempotent; every scheduler runs it at start). */
 export async function ensureShardLeases(db: Queryable, count: number): Promise<void> {
   await db.query(`INSERT INTO shard_leases (shard) SELECT generate_series(0, $1::int - 1) ON CONFLICT DO NOTHING`, [count]);
@@ -16,24 +21,25 @@ export async function ensureShardLeases(db: Queryable, count: number): Promise<v
 
 /**
  * Takes up to `limit` shards that are free or whose lease has expired, bumping each one's epoch, so
- * anything the previous holder still tries to write is recognisably stale.
+ * anything the previous holder still tries to write is recognisably stale. Says who held each before (a
+ * released shard has no holder; an expired lease still names its holder: a takeover).
  */
-export async function acquireShards(db: Queryable, holder: string, region: string, ttlMs: number, limit: number, shardCount: number): Promise<HeldShard[]> {
+export async function acquireShards(db: Queryable, holder: string, region: string, ttlMs: number, limit: number, shardCount: number): Promise<AcquiredShard[]> {
   if (limit <= 0) return [];
-  const { rows } = await db.query<{ shard: number; epoch: string; expires_at: Date }>(
+  const { rows } = await db.query<{ shard: number; epoch: string; expires_at: Date; previous_holder: string | null }>(
     `UPDATE shard_leases l
         SET holder = $1, region = $2, epoch = l.epoch + 1, acquired_at = now(), renewed_at = now(),
             expires_at = now() + make_interval(secs => $3 / 1000.0)
-      WHERE l.shard IN (
-              SELECT shard FROM shard_leases
-               WHERE shard < $5 AND (holder IS NULL OR expires_at IS NULL OR expires_at <= now())
-               ORDER BY shard
-               LIMIT $4
-               FOR UPDATE SKIP LOCKED)
-      RETURNING l.shard, l.epoch, l.expires_at`,
+       FROM (SELECT shard, holder AS previous_holder FROM shard_leases
+              WHERE shard < $5 AND (holder IS NULL OR expires_at IS NULL OR expires_at <= now())
+              ORDER BY shard
+              LIMIT $4
+              FOR UPDATE SKIP LOCKED) p
+      WHERE l.shard = p.shard
+      RETURNING l.shard, l.epoch, l.expires_at, p.previous_holder`,
     [holder, region, ttlMs, limit, shardCount],
   );
-  return rows.map((r) => ({ shard: r.shard, epoch: String(r.epoch), expiresAt: r.expires_at }));
+  return rows.map((r) => ({ shard: r.shard, epoch: String(r.epoch), expiresAt: r.expires_at, previousHolder: r.previous_holder }));
 }
 
 /** Extends the leases this holder still has at the epochs it knows; returns the ones it kept. */

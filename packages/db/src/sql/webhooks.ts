@@ -115,24 +115,28 @@ export async function recordDeliveryTry(
   db: Queryable,
   deliveryId: string,
   result: { delivered: boolean; status: number | null; error: string | null; retryInMs: number | null; durationMs?: number | null },
-): Promise<void> {
-  await db.query(
+): Promise<{ recorded: boolean; ageSeconds: number | null }> {
+  const { rows } = await db.query<{ age_seconds: number }>(
     `WITH d AS (
        UPDATE webhook_deliveries SET attempts = attempts + 1, last_status = $2, last_error = left($3, 1000), last_duration_ms = $6,
               status = CASE WHEN $4 THEN 'delivered'::delivery_status WHEN $5::float8 IS NULL THEN 'failed'::delivery_status ELSE 'pending'::delivery_status END,
               delivered_at = CASE WHEN $4 THEN now() ELSE NULL END,
               next_attempt_at = CASE WHEN $5::float8 IS NULL THEN next_attempt_at ELSE now() + make_interval(secs => $5 / 1000.0) END
         WHERE id = $1 AND status = 'pending'
-        RETURNING id, tenant_id, job_id, attempts, status
+        RETURNING id, tenant_id, job_id, attempts, status, extract(epoch FROM now() - created_at)::float8 AS age_seconds
+     ), retry AS (
+       INSERT INTO outbox (kind, shard, tenant_id, job_id, payload, available_at)
+       SELECT 'webhook', t.shard, d.tenant_id, d.job_id, jsonb_build_object('deliveryId', d.id, 'try', d.attempts + 1),
+              now() + make_interval(secs => $5 / 1000.0)
+         -- the tenant's shard (the job's, fixed at creation): the job may have moved to history by now
+         FROM d JOIN tenants t ON t.id = d.tenant_id
+        WHERE d.status = 'pending'
      )
-     INSERT INTO outbox (kind, shard, tenant_id, job_id, payload, available_at)
-     SELECT 'webhook', t.shard, d.tenant_id, d.job_id, jsonb_build_object('deliveryId', d.id, 'try', d.attempts + 1),
-            now() + make_interval(secs => $5 / 1000.0)
-       -- the tenant's shard (the job's, fixed at creation): the job may have moved to history by now
-       FROM d JOIN tenants t ON t.id = d.tenant_id
-      WHERE d.status = 'pending'`,
+     SELECT age_seconds FROM d`,
     [deliveryId, result.status, result.error, result.delivered, result.retryInMs, result.durationMs === undefined || result.durationMs === null ? null : Math.round(result.durationMs)],
   );
+  // The delivery's age at this try (database clock): since the event (the job's outcome) was recorded.
+  return { recorded: rows.length > 0, ageSeconds: rows[0]?.age_seconds ?? null };
 }
 
 export async function listSigningSecrets(db: Queryable, tenantId: string): Promise<{ secret: string; created_at: Date; expires_at: Date | null }[]> {
