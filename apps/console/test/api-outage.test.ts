@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { ApiResult } from "@tick/client";
 import type { RouteName } from "@tick/contract";
+import { waitFor } from "@tick/testing";
 import { itConformsToOpenApi, jobBody, useConsole, type ConsoleHarness } from "./harness";
 
 const suite = useConsole();
@@ -33,6 +34,33 @@ describe("database unreachable (S3)", () => {
     expect(again.status).toBe(200);
     expect(await suite.h.prisma.job.count({ where: { tenantId: suite.a.id, idempotencyKey: "during-outage" } })).toBe(1);
     expect(await suite.h.prisma.job.count({ where: { tenantId: suite.a.id } })).toBe(1);
+  });
+
+  // A failover's other face: the console reaches a server that refuses writes (a standby HAProxy still routes
+  // to, a primary Patroni restarts read-only after a crash). Reads work; a create must be a 503, never a 500.
+  it("a write refused by a read-only server answers 503 database-unavailable and creates nothing; the retry after promotion creates the job", async () => {
+    const client = suite.h.client(suite.a.apiKey);
+    const readOnly = async (on: boolean) => {
+      await suite.h.prisma.$executeRawUnsafe(`ALTER DATABASE "${suite.h.db.name}" ${on ? "SET default_transaction_read_only = on" : "RESET default_transaction_read_only"}`);
+      // New sessions only: reset the console's connections so it reconnects to the "other" server.
+      suite.h.dbProxy.cut();
+      suite.h.dbProxy.restore();
+      await waitFor(async () => (await client.call("listJobs", {})).status === 200, { description: "reads answered again" });
+    };
+    await readOnly(true);
+    let refused;
+    try {
+      refused = await client.call("createJob", { body: jobBody(), idempotencyKey: "read-only-server" });
+    } finally {
+      await readOnly(false);
+    }
+    expect(refused.status).toBe(503);
+    if (refused.ok) throw new Error("expected a problem");
+    expect(refused.problem.type).toBe("https://tick.dev/problems/database-unavailable");
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(await suite.h.prisma.job.count({ where: { tenantId: suite.a.id, idempotencyKey: "read-only-server" } })).toBe(0);
+    const retry = await client.call("createJob", { body: jobBody(), idempotencyKey: "read-only-server" });
+    expect(retry.status).toBe(201);
   });
 
   it("readiness reports the database down and back", async () => {

@@ -44,6 +44,10 @@ export async function pingDatabase(pool: pg.Pool): Promise<void> {
 const UNAVAILABLE_CODES = new Set([
   ...["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "EPIPE"], // sockets
   ...["57P01", "57P02", "57P03", "53300"], // Postgres: shutting down, cannot connect now, too many connections
+  // A write refused by a read-only server: a standby still reached during a failover, or a primary that
+  // Patroni restarts after a crash (it recovers read-only, then is promoted). Refused before it changed
+  // anything, and never raised by COMMIT: retry once the primary accepts writes.
+  "25006",
   // Prisma: cannot reach the server, timed out, the server closed the connection, no pool connection in time
   ...["P1001", "P1002", "P1008", "P1017", "P2024"],
 ]);

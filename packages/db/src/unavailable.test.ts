@@ -47,6 +47,26 @@ describe("isDatabaseUnavailable (503 database_unavailable, not a 500)", () => {
     });
   }
 
+  // What a write meets when it reaches a server that is not (or not yet) the primary: a standby HAProxy
+  // still routes to, or a primary Patroni is restarting after a crash (it recovers read-only first). The
+  // statement was refused before it changed anything; SQLSTATE 25006, here from a read-only session.
+  it("a write refused by a read-only server (25006) counts as unavailable", async () => {
+    const url = new URL(db.url);
+    url.searchParams.set("options", "-c default_transaction_read_only=on");
+    const pool = createPool(url.toString());
+    const prisma = createPrismaClient(url.toString());
+    try {
+      const refused = await rejectionOf(() => pool.query("INSERT INTO shard_leases (shard) VALUES (999)"));
+      expect((refused as { code?: string }).code).toBe("25006");
+      expect(isDatabaseUnavailable(refused)).toBe(true);
+      expect(isDatabaseUnavailable(await rejectionOf(() => prisma.shardLease.create({ data: { shard: 999 } })))).toBe(true);
+      expect(isDatabaseUnavailable(await rejectionOf(() => prisma.$executeRaw`INSERT INTO shard_leases (shard) VALUES (999)`))).toBe(true);
+    } finally {
+      await pool.end();
+      await prisma.$disconnect();
+    }
+  });
+
   it("a wrong statement on a working database is not (it is a bug: 500)", async () => {
     const pool = createPool(db.url);
     const prisma = createPrismaClient(db.url);
