@@ -9,17 +9,18 @@ import { Redis } from "ioredis";
 import pg from "pg";
 import { apiIngest } from "./api-ingest.js";
 import { recurrenceScale } from "./recurrence-scale.js";
+import { scaleOut } from "./scale-out.js";
 import { burnDown, catchUp, fairness, history, precision, scale, type Context } from "./scenarios.js";
 import { startBenchSink } from "./sink.js";
 import { judge, renderTables, type BenchReport } from "./report.js";
 
-// npm run bench [-- --quick] [--only burn-down,precision,fairness,catch-up,scale,history,recurrence,api-ingest] [--jobs N]
+// npm run bench [-- --quick] [--only burn-down,precision,fairness,catch-up,scale,history,recurrence,api-ingest,scale-out] [--jobs N]
 //                 [--concurrency C] [--rounds R] [--json file] [--systems http-client,tick,graphile-worker,pg-boss,bullmq]
 //                 (BENCH_CPU_PROF=dir profiles Tick's processes; BENCH_CPU_BREAKDOWN=1 prints CPU per job by process)
 // Prints a table per scenario, one JSON object per scenario (lines starting with {"scenario":...}), and
 // the targets of issue #18 met, not met or not run (also in the report as `targets`).
 
-const SCENARIOS = ["burn-down", "precision", "fairness", "catch-up", "scale", "history", "recurrence", "api-ingest"] as const;
+const SCENARIOS = ["burn-down", "precision", "fairness", "catch-up", "scale", "history", "recurrence", "api-ingest", "scale-out"] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 function parseArgs(argv: string[]) {
@@ -117,6 +118,10 @@ async function main() {
     if (args.only.includes("api-ingest")) {
       report.scenarios.apiIngest = await apiIngest(ctx, args.quick ? { singleRequests: 500, pacedSeconds: 5, batches: 5 } : { singleRequests: 2_000, pacedSeconds: 10, batches: 20 });
       emit("api-ingest", report.scenarios.apiIngest);
+    }
+    if (args.only.includes("scale-out")) {
+      report.scenarios.scaleOut = await scaleOut(ctx, args.quick ? 2_000 : 6_000);
+      emit("scale-out", report.scenarios.scaleOut);
     }
   } finally {
     await sink.close();

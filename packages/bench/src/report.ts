@@ -1,6 +1,7 @@
 import type { ApiIngestResult } from "./api-ingest.js";
 import { CEILING } from "./peers.js";
 import type { RecurrenceResult } from "./recurrence-scale.js";
+import type { ScaleOutResult } from "./scale-out.js";
 import type { BurnDownResult, CatchUpResult, FairnessResult, HistoryResult, PrecisionResult, ScaleResult } from "./scenarios.js";
 
 /**
@@ -30,6 +31,7 @@ export interface BenchReport {
     history?: HistoryResult[];
     recurrence?: RecurrenceResult;
     apiIngest?: ApiIngestResult;
+    scaleOut?: ScaleOutResult[];
   };
   targets?: Target[];
 }
@@ -44,7 +46,7 @@ function target(name: string, op: Target["op"], limit: number, value: number | n
 
 /** The targets of issue #18 (and #10's history targets), each judged on this run's figures only. */
 export function judge(report: BenchReport): Target[] {
-  const { burnDown, precision, fairness, scale, history, recurrence, apiIngest } = report.scenarios;
+  const { burnDown, precision, fairness, scale, history, recurrence, apiIngest, scaleOut } = report.scenarios;
   const rate = (s: string) => burnDown?.find((r) => r.system === s)?.jobsPerSecond;
   const tick = rate("tick");
   const against = (peer: string) => (tick !== undefined && rate(peer) ? ratio(tick, rate(peer)!) : undefined);
@@ -97,6 +99,23 @@ export function judge(report: BenchReport): Target[] {
     ),
     target(`scheduler RSS at a ${large?.futureJobs.toLocaleString("en") ?? "1,000,000"} backlog (MB)`, "<=", 200, large?.schedulerRssMb),
   ];
+  if (scaleOut?.length) {
+    const wrongRuns = scaleOut.reduce((n, r) => n + r.extraStarts + r.duplicateCalls + r.notSucceeded, 0);
+    const uneven = Math.max(...scaleOut.map((r) => Math.max(...r.shardsPerScheduler) - Math.min(...r.shardsPerScheduler)));
+    const best = scaleOut.reduce((a, r) => (r.jobsPerSecond > a.jobsPerSecond ? r : a));
+    const largest = scaleOut[scaleOut.length - 1]!;
+    targets.push(
+      target("(#22) scale-out: extra starts, duplicate calls or jobs not succeeded, all sizes", "<=", 0, wrongRuns),
+      target("(#22) scale-out: shards per scheduler, most − fewest", "<=", 1, uneven),
+      target(
+        `(#22) scale-out: ${largest.schedulers} schedulers × ${largest.workers} workers / the best size's rate (no contention collapse)`,
+        ">=",
+        0.5,
+        ratio(largest.jobsPerSecond, best.jobsPerSecond),
+        `${largest.jobsPerSecond} vs ${best.jobsPerSecond} jobs/s (${best.schedulers} × ${best.workers})`,
+      ),
+    );
+  }
   if (history && history.length >= 2) {
     const empty = history[0]!;
     const full = history[history.length - 1]!;
@@ -130,7 +149,7 @@ function table(head: string[], rows: (string | number)[][]): string {
 
 export function renderTables(report: BenchReport): string {
   const out: string[] = [];
-  const { burnDown, precision, fairness, catchUp, scale, history, recurrence, apiIngest } = report.scenarios;
+  const { burnDown, precision, fairness, catchUp, scale, history, recurrence, apiIngest, scaleOut } = report.scenarios;
   if (burnDown) {
     const tick = burnDown.find((r) => r.system === "tick")?.jobsPerSecond ?? 0;
     const ceiling = burnDown.find((r) => r.system === CEILING)?.jobsPerSecond ?? 0;
@@ -211,6 +230,16 @@ export function renderTables(report: BenchReport): string {
           r.errors,
           r.failOpens,
         ]),
+      ),
+    );
+  }
+  if (scaleOut) {
+    out.push(
+      "",
+      "Scale-out: the same burn-down (16 tenants, one per shard) with 1, 2 and 4 schedulers and 1, 2 and 4 workers on this machine",
+      table(
+        ["schedulers", "workers", "jobs", "seconds", "jobs/s", "CPU ms/job", "shards per scheduler", "extra starts", "duplicate calls", "not succeeded"],
+        scaleOut.map((r) => [r.schedulers, r.workers, r.jobs, r.seconds, r.jobsPerSecond, r.machineCpuMsPerJob, r.shardsPerScheduler.join(" / "), r.extraStarts, r.duplicateCalls, r.notSucceeded]),
       ),
     );
   }

@@ -74,7 +74,7 @@ export interface BurnDownResult {
 }
 
 /** CPU time used by the whole machine so far (every CPU's busy time, from /proc/stat), in ms; 0 where unavailable. */
-async function machineCpuMs(): Promise<number> {
+export async function machineCpuMs(): Promise<number> {
   const stat = await readFile("/proc/stat", "utf8").catch(() => "");
   const fields = stat.split("\n")[0]?.trim().split(/\s+/).slice(1).map(Number) ?? [];
   if (fields.length < 8) return 0;
