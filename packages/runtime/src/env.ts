@@ -2,7 +2,7 @@ import { isIP } from "node:net";
 import os from "node:os";
 import { z } from "zod";
 import { parseCidrList } from "@tick/core";
-import type { MetricLabelConfig } from "./bounded-labels.js";
+import { DEFAULT_METRIC_LABELS, type MetricLabelConfig } from "./bounded-labels.js";
 
 /** Thrown when the environment does not satisfy an app's schema; the message names every bad variable. */
 export class EnvError extends Error {
@@ -117,13 +117,13 @@ export const metricsEnvShape = {
   /** Tenant IDs always labelled in metrics, comma-separated. */
   TICK_METRICS_TENANTS: labelList(z.uuid(), "a tenant ID (a UUID)"),
   /** How many more tenants, the busiest, get their own series. */
-  TICK_METRICS_TOP_TENANTS: z.coerce.number().int().min(0).max(1_000).default(20),
+  TICK_METRICS_TOP_TENANTS: z.coerce.number().int().min(0).max(1_000).default(DEFAULT_METRIC_LABELS.topTenants),
   /** How many (tenant, queue) pairs, the busiest of labelled tenants, get their queue's name. */
-  TICK_METRICS_TOP_QUEUES: z.coerce.number().int().min(0).max(5_000).default(50),
+  TICK_METRICS_TOP_QUEUES: z.coerce.number().int().min(0).max(5_000).default(DEFAULT_METRIC_LABELS.topQueues),
   /** Dependencies (a job's dependency key, by default its URL's host) always labelled, comma-separated. */
   TICK_METRICS_DEPENDENCIES: labelList(z.string().min(1).max(200), "a dependency key"),
   /** How many more dependencies, the busiest, get their own series. */
-  TICK_METRICS_TOP_DEPENDENCIES: z.coerce.number().int().min(0).max(1_000).default(20),
+  TICK_METRICS_TOP_DEPENDENCIES: z.coerce.number().int().min(0).max(1_000).default(DEFAULT_METRIC_LABELS.topDependencies),
 };
 
 /** The label bounds of a parsed env that spread metricsEnvShape in. */
