@@ -3,7 +3,7 @@ import { setGaugeSnapshot } from "@tick/runtime";
 import { BREAKER_STATE_VALUE, type WorkerMetrics } from "../metrics.js";
 
 /** Breakers (tenant, dependency) whose window is read per refresh, at most: the most recently called first. */
-const MAX_WATCHED = 1_000;
+const MAX_WATCHED = 250;
 
 export interface BreakerMetrics {
   /** The breakers, with every outcome they record counted in tick_dependency_calls_total. */
