@@ -3,7 +3,7 @@ import { Worker } from "bullmq";
 import { ATTEMPT_QUEUE, WEBHOOK_QUEUE, type Cidr } from "@tick/core";
 import { createBreakers, type BreakerPolicy } from "@tick/breaker";
 import { createDueIndex } from "@tick/due-index";
-import { ensureSigningSecrets } from "@tick/db";
+import { ensureSigningSecrets, type sql } from "@tick/db";
 import { NO_FAULTS, type MetricLabels, type ServiceDeps } from "@tick/runtime";
 import { createAttemptCompleter } from "./execution/attempt-completer.js";
 import { createLeaseKeeper } from "./execution/attempt-lease.js";
@@ -61,20 +61,24 @@ export function createAttemptWorker(deps: WorkerDeps) {
   };
   // Starts, completions and lease renewals of the concurrent attempts go to Postgres together.
   const batch = { lingerMs: config.batchLingerMs ?? 0, maxBatch: config.concurrency };
+  // Scheduling lag (S12, S16): start − due, both by the database clock; O(1) per attempt, in memory. Batched
+  // starts report it from the starter, single ones (replayed jobs, a failed batch's rows) from the runner.
+  const observeLag = (s: sql.StartedAttempt) =>
+    metrics.schedulingLag.observe(metrics.labels.tenantQueue(s.tenant_id, s.queue), Math.max(0, (s.db_now.getTime() - s.due_at.getTime()) / 1000));
   const starter = createAttemptStarter({
     pool,
     logger,
     workerId: config.id,
     leaseMs: config.leaseMs,
     ...batch,
-    // Scheduling lag (S12, S16): start − due, both by the database clock; O(1) per attempt, in memory.
-    onStarted: (s) => metrics.schedulingLag.observe(metrics.labels.tenantQueue(s.tenant_id, s.queue), Math.max(0, (s.db_now.getTime() - s.due_at.getTime()) / 1000)),
+    onStarted: observeLag,
   });
   const completer = createAttemptCompleter({ pool, logger, ...batch });
   const leases = createLeaseKeeper({ pool, leaseMs: config.leaseMs, heartbeatMs: config.heartbeatMs });
   const breakerMetrics = observeBreakers(createBreakers({ redis: deps.indexRedis, prefix: config.redisPrefix, policy: config.breaker }), metrics);
   const runnerDeps = {
     pool,
+    onStarted: observeLag,
     slots: createCallSlots(config.concurrency),
     startSlots: createCallSlots(config.concurrency),
     starter,

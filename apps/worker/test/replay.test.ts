@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { dependencyOf } from "@tick/core";
 import { sql } from "@tick/db";
 import { waitFor } from "@tick/testing";
-import { type ProcessWorld, useProcessWorld } from "./harness.js";
+import { metricValue, type ProcessWorld, useProcessWorld } from "./harness.js";
 import type { Sink } from "./sink.js";
 
 // DLQ replay end to end (S17): real scheduler and worker processes, a recording sink. The jobs die
@@ -80,7 +80,7 @@ describe("DLQ replay (real processes)", () => {
       const n = 2_000;
       await w.startScheduler();
       // The breaker would hold the first failures' dependency; here the jobs are meant to die fast.
-      await w.startWorker({ BREAKER_MIN_REQUESTS: "1000000" });
+      const worker = await w.startWorker({ BREAKER_MIN_REQUESTS: "1000000" });
       const t = await w.createTenant();
       let healthy = false;
       sink.respond(() => ({ status: healthy ? 200 : 503 }));
@@ -102,6 +102,9 @@ describe("DLQ replay (real processes)", () => {
       for (const r of sink.requests) byKey.set(r.idempotencyKey!, [...(byKey.get(r.idempotencyKey!) ?? []), r.attemptId!]);
       expect(byKey.size).toBe(n);
       expect([...byKey.values()].every((ids) => ids.length === 2 && ids[0] !== ids[1])).toBe(true);
+      // Every start is in the scheduling lag metric: the first attempts (batched starts) and the replayed ones
+      // (started one at a time, at the replay's start gate).
+      expect(await metricValue(worker.healthPort, "tick_scheduling_lag_seconds_count")).toBe(2 * n);
 
       // The replayed attempts, measured where the work starts.
       const { rows } = await w.pool.query<{ started_ms: number; due_ms: number; priority: number }>(

@@ -39,6 +39,8 @@ export interface AttemptRunnerDeps {
   secretsFor: (tenantId: string) => Promise<string[]>;
   /** After a retry commits: tell the due index (best effort). */
   noteDue: (shard: number, tenantId: string, dueAtMs: number) => Promise<void>;
+  /** An attempt started on the single path (the batched starter reports its own): for the scheduling lag metric. */
+  onStarted?: (started: sql.StartedAttempt) => void;
   random?: () => number;
 }
 
@@ -134,7 +136,10 @@ async function startPaced(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, 
     // When the statement that grants the lease was sent: the lease cannot have started any earlier.
     const sentAt = performance.now();
     const started = await sql.startAttempt(deps.pool, args);
-    if (!sql.isPaced(started)) return { started, sentAt };
+    if (!sql.isPaced(started)) {
+      if (started) deps.onStarted?.(started);
+      return { started, sentAt };
+    }
     if (performance.now() + started.pacedForMs > deadline) {
       const requeued = await sql.requeueAttempt(deps.pool, { attemptId: msg.attemptId, jobId: msg.jobId, version: msg.version, delayMs: started.pacedForMs, reason: "replay_paced" });
       if (requeued) await deps.noteDue(requeued.shard, requeued.tenant_id, requeued.due_at.getTime()).catch(() => {});
