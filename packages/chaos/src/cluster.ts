@@ -93,7 +93,21 @@ async function ready(url: string, proc: RunningProcess, what: string, mayExit = 
  * redis-server (so it can be restarted), TCP proxies in front of both (so they can be cut), one console
  * and several schedulers and workers as child processes.
  */
-export async function startCluster(options: { schedulers: number; workers: number; log: (line: string) => void; logDir?: string }) {
+export async function startCluster(options: {
+  schedulers: number;
+  workers: number;
+  log: (line: string) => void;
+  logDir?: string;
+  /**
+   * The product's database (the failover test's HAProxy), which the processes then reach directly, not
+   * through pgProxy (its faults are not used there). Default: a fresh copy of the migrated template.
+   */
+  database?: TestDatabase;
+  /** More environment for every process (the failover test's TICK_REGION). */
+  env?: Record<string, string>;
+  /** Prefix of process names and so of SCHEDULER_ID/WORKER_ID (two clusters on one database must not share them). */
+  namePrefix?: string;
+}) {
   /** Every process's output, kept for the post-mortem of a failed run (one file per incarnation). */
   const incarnations = new Map<string, number>();
   const keepOutput = (name: string, proc: RunningProcess) => {
@@ -106,7 +120,7 @@ export async function startCluster(options: { schedulers: number; workers: numbe
       .catch((err: unknown) => options.log(`could not keep ${name}'s output in ${file}: ${err instanceof Error ? err.message : String(err)}`));
   };
   if (options.logDir) fs.mkdirSync(options.logDir, { recursive: true });
-  const db: TestDatabase = await createTestDatabase(testServerUrl());
+  const db: TestDatabase = options.database ?? (await createTestDatabase(testServerUrl()));
   const dbUrl = new URL(db.url);
   const redisPort = await freePort();
   const startRedis = async () => {
@@ -121,11 +135,14 @@ export async function startCluster(options: { schedulers: number; workers: numbe
   const env = {
     ...process.env,
     ...FAST,
-    DATABASE_URL: pgProxy.url(db.url),
+    ...options.env,
+    DATABASE_URL: options.database ? db.url : pgProxy.url(db.url),
     REDIS_URL: redisProxy.url(redisUrl),
   } as Record<string, string>;
   /** Direct connections (not through the proxies) for the workload's bookkeeping and the checker. */
   const pool = new pg.Pool({ connectionString: db.url, max: 4 });
+  // An idle connection lost to a fault (a failover behind HAProxy) must not end the run; the next query reconnects.
+  pool.on("error", () => {});
   const adminRedis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
   adminRedis.on("error", () => {});
 
@@ -134,9 +151,8 @@ export async function startCluster(options: { schedulers: number; workers: numbe
   const consoleProc = startProcess(process.execPath, [nextBin, "start", path.join(root, "apps/console"), "-p", String(consolePort), "-H", "127.0.0.1"], {
     env: { ...env, NODE_ENV: "production", NEXT_TELEMETRY_DISABLED: "1", NEXTAUTH_SECRET: "chaos-secret-chaos-secret-chaos-0123", NEXTAUTH_URL: consoleUrl },
   });
-  keepOutput("console", consoleProc);
-  await ready(`${consoleUrl}/readyz`, consoleProc, "console");
-
+  const prefix = options.namePrefix ?? "";
+  keepOutput(`${prefix}console`, consoleProc);
   const members = new Map<string, Member>();
   const launch = async (name: string, role: Role, extraEnv: Record<string, string> = {}) => {
     const healthPort = await freePort();
@@ -152,8 +168,23 @@ export async function startCluster(options: { schedulers: number; workers: numbe
     await ready(`http://127.0.0.1:${healthPort}/healthz`, proc, name, "TICK_FAULT_POINTS" in extraEnv);
     return member;
   };
-  for (let i = 1; i <= options.schedulers; i++) await launch(`scheduler-${i}`, "scheduler");
-  for (let i = 1; i <= options.workers; i++) await launch(`worker-${i}`, "worker");
+  try {
+    await ready(`${consoleUrl}/readyz`, consoleProc, "console");
+    for (let i = 1; i <= options.schedulers; i++) await launch(`${prefix}scheduler-${i}`, "scheduler");
+    for (let i = 1; i <= options.workers; i++) await launch(`${prefix}worker-${i}`, "worker");
+  } catch (err) {
+    // Nothing started here outlives a failed start.
+    for (const m of members.values()) await m.proc.stop(2_000);
+    await consoleProc.stop(2_000);
+    adminRedis.disconnect();
+    await pool.end();
+    await pgProxy.close();
+    await redisProxy.close();
+    redisProc.child.kill("SIGKILL");
+    await redisProc.exited;
+    if (!options.database) await db.drop();
+    throw err;
+  }
 
   const alive = (m: Member) => m.proc.child.exitCode === null && m.proc.child.signalCode === null;
 

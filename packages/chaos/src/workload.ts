@@ -36,7 +36,13 @@ export interface Tenant {
   client: TickClient;
 }
 
-async function createTenant(pool: pg.Pool, consoleUrl: string, name: string, limits: { admissionRate: number; admissionBurst: number; maxInFlight: number }): Promise<Tenant> {
+export async function createTenant(
+  pool: pg.Pool,
+  consoleUrl: string,
+  name: string,
+  limits: { admissionRate: number; admissionBurst: number; maxInFlight: number },
+  fetchFn?: typeof fetch,
+): Promise<Tenant> {
   const id = crypto.randomUUID();
   await pool.query(
     `INSERT INTO tenants (id, slug, name, shard, admission_rate, admission_burst, max_in_flight, updated_at) VALUES ($1, $2, $2, $3, $4, $5, $6, now())`,
@@ -45,7 +51,7 @@ async function createTenant(pool: pg.Pool, consoleUrl: string, name: string, lim
   await pool.query(`INSERT INTO queues (id, tenant_id, name, updated_at) VALUES (gen_random_uuid(), $1, 'default', now())`, [id]);
   const { key, prefix, hash } = generateApiKey();
   await pool.query(`INSERT INTO api_keys (id, tenant_id, name, prefix, hash, scopes) VALUES (gen_random_uuid(), $1, 'chaos', $2, $3, ARRAY['admin'])`, [id, prefix, hash]);
-  return { id, name, client: createTickClient({ baseUrl: consoleUrl, apiKey: key }) };
+  return { id, name, client: createTickClient({ baseUrl: consoleUrl, apiKey: key, ...(fetchFn ? { fetch: fetchFn } : {}) }) };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
