@@ -7,11 +7,15 @@
 //   3. the fault-injection suite's short profile (packages/chaos): the real console, schedulers and
 //      workers under a mixed workload while every seed scenario's fault is injected, then the
 //      invariant checker (one test; seed TICK_CHAOS_SEED, default 1, so a failure replays)
+//      then the Postgres failover test with a real HA stack (packages/chaos/src/failover, docs/failover.md):
+//      Patroni, etcd and HAProxy (Debian packages) under the real apps, the primary killed under load with
+//      synchronous and then asynchronous replication; prints RPO and RTO (one test)
 //   4. end to end: the product is started with `npm start` on spare ports against a fresh database,
 //      Playwright drives it over HTTP and in chromium, then it gets a Ctrl-C (SIGINT to its process
 //      group) and must exit 0, every app having logged a clean stop and gone.
 // Prints a closing line "tests: N passed, N failed".
-// Flags: --unit (steps 1-2 only), --chaos (steps 1 and 3 only), --e2e (steps 1 and 4 only).
+// Flags: --unit (steps 1-2 only), --chaos (steps 1 and 3 only), --failover (step 1 and the failover test of 3),
+// --e2e (steps 1 and 4 only).
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
@@ -22,9 +26,10 @@ import { build, checkNode, ensureDependencies, makeLogger } from "./lib/setup.mj
 checkNode();
 const log = makeLogger("test");
 const args = new Set(process.argv.slice(2));
-const only = ["--unit", "--chaos", "--e2e"].filter((f) => args.has(f));
+const only = ["--unit", "--chaos", "--failover", "--e2e"].filter((f) => args.has(f));
 const runUnit = only.length === 0 || args.has("--unit");
 const runChaos = only.length === 0 || args.has("--chaos");
+const runFailover = only.length === 0 || args.has("--chaos") || args.has("--failover");
 const runE2e = only.length === 0 || args.has("--e2e");
 const dataDir = path.join(ROOT, ".data");
 const resultsDir = path.join(dataDir, "test-results");
@@ -98,6 +103,23 @@ async function chaos(env) {
   if (code === 0) totals.passed += 1;
   else totals.failed += 1;
   log(`fault-injection suite: ${code === 0 ? "passed" : `FAILED (exit ${code})`}`);
+}
+
+/** The failover test (S3): needs patroni, etcd-server, haproxy and PostgreSQL 15; a missing one fails it, by name. */
+async function failover(env) {
+  log("Postgres failover test with Patroni, etcd and HAProxy (S3)");
+  const { ensureRedisServerBinary } = await import("./lib/services.mjs");
+  try {
+    ensureRedisServerBinary(log); // its apps get a redis-server of their own, as the chaos suite's do
+  } catch (err) {
+    totals.failed += 1;
+    log(`failover test: ${err.message}`);
+    return;
+  }
+  const code = await exec(process.execPath, [path.join(ROOT, "packages/chaos/dist/failover/main.js"), "--json", path.join(resultsDir, "failover.json")], { env });
+  if (code === 0) totals.passed += 1;
+  else totals.failed += 1;
+  log(`failover test: ${code === 0 ? "passed" : `FAILED (exit ${code})`}`);
 }
 
 async function waitForFile(file, product, timeoutMs) {
@@ -269,6 +291,7 @@ async function main() {
   if (runUnit) await lint(env);
   if (runUnit) await unitAndIntegration(env);
   if (runChaos) await chaos(env);
+  if (runFailover) await failover(env);
   if (runE2e) await endToEnd(env, env.DATABASE_URL);
 }
 
