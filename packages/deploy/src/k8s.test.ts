@@ -1,9 +1,9 @@
-import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { appOf, envProblems, HEALTH_PORT } from "./apps.js";
 import { render, validate, type Container, type K8sObject } from "./k8s.js";
 import { REPO } from "./paths.js";
+import { documentedMetrics, isExported, readPromql } from "./promql.js";
 
 const OVERLAYS = ["production", "dev"] as const;
 const rendered = Object.fromEntries(OVERLAYS.map((o) => [o, render(path.join(REPO, "infra/k8s/overlays", o))])) as Record<(typeof OVERLAYS)[number], K8sObject[]>;
@@ -38,23 +38,6 @@ function containerEnv(objs: K8sObject[], c: Container): Record<string, string> {
     }
   }
   return env;
-}
-
-/** Every tick_ metric the processes define (prom-client registrations in the apps and packages). */
-function exportedMetrics(): Set<string> {
-  const names = new Set<string>();
-  const walk = (dir: string) => {
-    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-      if (["node_modules", "dist", ".next"].includes(entry.name)) continue;
-      const p = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(p);
-      else if (/\.ts$/.test(entry.name) && !/\.test\.ts$/.test(entry.name)) {
-        for (const m of fs.readFileSync(p, "utf8").matchAll(/name: "(tick_[a-z0-9_]+)"/g)) names.add(m[1]!);
-      }
-    }
-  };
-  for (const root of ["apps", "packages"]) walk(path.join(REPO, root));
-  return names;
 }
 
 describe("infra/k8s (Kustomize base and overlays)", () => {
@@ -144,16 +127,17 @@ describe("infra/k8s (Kustomize base and overlays)", () => {
   });
 
   it("workers scale with KEDA on metrics the processes export: overdue jobs and scheduling lag", () => {
-    const exported = exportedMetrics();
+    const documented = documentedMetrics();
     for (const overlay of OVERLAYS) {
       const scaled = ofKind(rendered[overlay], "ScaledObject");
       expect(scaled.map((s) => s.spec?.scaleTargetRef?.name)).toEqual(["tick-worker"]);
       const queries = (scaled[0]!.spec?.triggers ?? []).map((t) => t.metadata.query);
       expect(queries.length).toBe(2);
       for (const q of queries) {
-        const used = [...q.matchAll(/\b(tick_[a-z0-9_]+)/g)].map((m) => m[1]!.replace(/_(bucket|sum|count)$/, ""));
-        expect(used.length, q).toBeGreaterThan(0);
-        for (const name of used) expect(exported.has(name), `${name} (in ${q}) is exported`).toBe(true);
+        const { errors, metrics } = readPromql(q);
+        expect(errors, q).toEqual([]);
+        expect(metrics.length, q).toBeGreaterThan(0);
+        for (const name of metrics) expect(isExported(name, documented), `${name} (in ${q}) is exported`).toBe(true);
       }
     }
   });
