@@ -1,9 +1,15 @@
 import { z } from "zod";
 import { durationSchema } from "@tick/core";
-import { baseEnvShape, cidrList, parseEnv } from "@tick/runtime";
+import { baseEnvShape, cidrList, metricsEnvShape, parseEnv, port } from "@tick/runtime";
 
 export const consoleEnvSchema = z.object({
   ...baseEnvShape,
+  ...metricsEnvShape,
+  /**
+   * Port of the console's side server (on TICK_BIND_HOST): /metrics (Prometheus), /healthz and /readyz,
+   * kept off the public HTTP port.
+   */
+  CONSOLE_METRICS_PORT: port.default(9466),
   /** Signs console session cookies; at least 32 characters. */
   NEXTAUTH_SECRET: z.string().min(32, "must be at least 32 characters"),
   /** The console's public URL, e.g. http://127.0.0.1:3000. */
