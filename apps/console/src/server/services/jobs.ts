@@ -16,6 +16,8 @@ export interface JobServiceDeps {
   idempotencyTtlMs: number;
   /** After commit: tell the scheduler's due index (best effort; its reconciliation covers a miss). */
   noteDue: (shard: number, tenantId: string, dueAtMs: number) => Promise<void>;
+  /** Each request's outcomes, for the admission metrics (in-memory counters: the answer does not wait). */
+  onOutcomes?: (tenantId: string, outcomes: readonly CreateOutcome[]) => void;
 }
 
 export interface CreateItem {
@@ -119,7 +121,9 @@ export async function createJobs(
   const created = outcomes.flatMap((o) => (o && "job" in o && o.status === 201 ? [Date.parse(o.job.dueAt)] : []));
   // Not awaited: the answer must not wait for Redis (a slow or absent index only delays dispatch).
   if (created.length) void deps.noteDue(tenant.shard, tenant.id, Math.min(...created)).catch(() => {});
-  return { outcomes: outcomes.map((o) => o!), admission };
+  const settled = outcomes.map((o) => o!);
+  deps.onOutcomes?.(tenant.id, settled);
+  return { outcomes: settled, admission };
 }
 
 async function resolveInTransaction(
