@@ -39,6 +39,9 @@ describe("scheduler env", () => {
     [{ TICK_METRICS_TENANTS: "acme" }, /^TICK_METRICS_TENANTS: "acme" is not a tenant ID/],
     [{ TICK_METRICS_TOP_TENANTS: "-1" }, /^TICK_METRICS_TOP_TENANTS: /],
     [{ TICK_METRICS_TOP_DEPENDENCIES: "many" }, /^TICK_METRICS_TOP_DEPENDENCIES: /],
+    [{ TICK_SHARDS: "8", TICK_SHARD_REGIONS: "eu:0-7,us:8-15" }, /^TICK_SHARD_REGIONS: "us:8-15": shard 15 does not exist/],
+    [{ TICK_SHARD_REGIONS: "eu:0-3,us:3-5" }, /^TICK_SHARD_REGIONS: shard 3 has two home regions/],
+    [{ TICK_SHARD_REGIONS: "eu=0-3" }, /^TICK_SHARD_REGIONS: "eu=0-3": use region:shard/],
   ])("refuses %o naming the variable", (extra, message) => {
     const found = problems({ ...base, ...extra });
     expect(found).toHaveLength(1);

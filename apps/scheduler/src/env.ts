@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { durationSchema } from "@tick/core";
 import { baseEnvShape, metricsEnvShape, parseEnv, port, positiveInt, processId, serviceEnvShape } from "@tick/runtime";
+import { parseShardRegions } from "./leases/shard-regions.js";
 
 export const schedulerEnvSchema = z
   .object({
@@ -11,6 +12,12 @@ export const schedulerEnvSchema = z
     SCHEDULER_HEALTH_PORT: port.default(9464),
     /** Number of shards tenants are spread over; every scheduler must agree on it. */
     TICK_SHARDS: positiveInt.max(4096).default(16),
+    /**
+     * Home regions of shards (S18), e.g. `eu:0-7,us:8-15`: a shard is held by its region's schedulers
+     * (TICK_REGION) while one is alive, fails over to another region's when none is, and is handed back.
+     * Every scheduler must be given the same value. Empty: any scheduler holds any shard.
+     */
+    TICK_SHARD_REGIONS: z.string().default(""),
     /** Identity written into shard leases; defaults to host:pid. */
     SCHEDULER_ID: processId,
     /** How long a shard lease lasts without renewal (a dead leader is replaced after about this long). */
@@ -77,6 +84,13 @@ export const schedulerEnvSchema = z
   .refine((env) => env.SCHEDULER_LEASE_RENEW_INTERVAL * 2 <= env.SCHEDULER_LEASE_TTL, {
     message: "must be at most half of SCHEDULER_LEASE_TTL",
     path: ["SCHEDULER_LEASE_RENEW_INTERVAL"],
+  })
+  .superRefine((env, ctx) => {
+    try {
+      parseShardRegions(env.TICK_SHARD_REGIONS, env.TICK_SHARDS);
+    } catch (err) {
+      ctx.addIssue({ code: "custom", message: (err as Error).message, path: ["TICK_SHARD_REGIONS"] });
+    }
   });
 
 export type SchedulerEnv = z.output<typeof schedulerEnvSchema>;

@@ -1,6 +1,7 @@
 import { createPool, sql } from "@tick/db";
 import { MetricLabels, metricLabelConfig, runService } from "@tick/runtime";
 import { loadSchedulerEnv } from "./env.js";
+import { parseShardRegions } from "./leases/shard-regions.js";
 import { createScheduler } from "./scheduler.js";
 
 // Composition root: the only place that reads process.env and wires instances.
@@ -20,6 +21,7 @@ void runService({
         region: env.TICK_REGION,
         redisPrefix: env.TICK_REDIS_PREFIX,
         shardCount: env.TICK_SHARDS,
+        shardRegions: parseShardRegions(env.TICK_SHARD_REGIONS, env.TICK_SHARDS),
         leaseTtlMs: env.SCHEDULER_LEASE_TTL,
         leaseRenewIntervalMs: env.SCHEDULER_LEASE_RENEW_INTERVAL,
         dispatchIntervalMs: env.SCHEDULER_DISPATCH_INTERVAL,

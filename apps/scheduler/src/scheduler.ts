@@ -9,6 +9,7 @@ import { Dispatcher } from "./dispatch/dispatcher.js";
 import { DueTenantSource } from "./dispatch/due-tenant-source.js";
 import { RateLimiter } from "./dispatch/rate-limiter.js";
 import { ShardLeaseManager, type HeldLease } from "./leases/shard-lease-manager.js";
+import type { ShardRegions } from "./leases/shard-regions.js";
 import { createSchedulerMetrics, type SchedulerMetrics } from "./metrics.js";
 import { OutboxRelay, dispatchMessageState } from "./outbox/outbox-relay.js";
 import { Reaper } from "./reaper/reaper.js";
@@ -23,6 +24,8 @@ export interface SchedulerConfig {
   region: string;
   redisPrefix: string;
   shardCount: number;
+  /** Home regions of shards (TICK_SHARD_REGIONS, S18); absent or empty: no preference. */
+  shardRegions?: ShardRegions;
   leaseTtlMs: number;
   leaseRenewIntervalMs: number;
   dispatchIntervalMs: number;
@@ -169,7 +172,12 @@ export function createScheduler(deps: SchedulerDeps) {
       logger.warn({ err: err.message }, "broker connection error");
     });
   }
-  const leases = new ShardLeaseManager(pool, { holder: config.id, region: config.region, shardCount: config.shardCount, ttlMs: config.leaseTtlMs }, logger, metrics);
+  const leases = new ShardLeaseManager(
+    pool,
+    { holder: config.id, region: config.region, shardCount: config.shardCount, ttlMs: config.leaseTtlMs, ...(config.shardRegions ? { shardRegions: config.shardRegions } : {}) },
+    logger,
+    metrics,
+  );
   const dispatchRate = new RateLimiter(0);
   const relayRate = new RateLimiter(config.relayRatePerSecond);
   const dueIndex = createDueIndex({ redis: deps.indexRedis, prefix: config.redisPrefix });

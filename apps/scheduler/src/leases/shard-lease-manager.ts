@@ -1,12 +1,15 @@
 import { sql, type Queryable } from "@tick/db";
 import type { Logger } from "@tick/runtime";
 import type { SchedulerMetrics } from "../metrics.js";
+import { planShards, type ShardRegions } from "./shard-regions.js";
 
 export interface ShardLeaseConfig {
   holder: string;
   region: string;
   shardCount: number;
   ttlMs: number;
+  /** Home regions of shards (TICK_SHARD_REGIONS); empty: any scheduler may hold any shard. */
+  shardRegions?: ShardRegions;
 }
 
 export interface HeldLease {
@@ -17,8 +20,10 @@ export interface HeldLease {
 /**
  * Acquires, renews and balances this scheduler's shard leases. Each scheduler aims at its fair share
  * (shards / live schedulers, rounded up); extra shards are released so a newcomer gets some at once,
- * and shards of a dead scheduler are taken once their lease expires (database time). What this class
- * believes is only a hint: every write is fenced in the database (sql.shardFenceStatement).
+ * and shards of a dead scheduler are taken once their lease expires (database time). With home regions
+ * (S18) a shard goes to its region's schedulers while one is alive, to any region's while none is, and is
+ * handed back when its region returns (planShards). What this class believes is only a hint: every write
+ * is fenced in the database (sql.shardFenceStatement).
  */
 export class ShardLeaseManager {
   private held = new Map<number, HeldLease>();
@@ -71,11 +76,20 @@ export class ShardLeaseManager {
     }
 
     await sql.heartbeatSchedulerNode(this.db, holder, region, ttlMs);
-    const holders = await sql.liveSchedulers(this.db);
-    holders.set(holder, this.held.size);
-    const fairShare = Math.ceil(shardCount / holders.size);
+    const live = await sql.liveSchedulers(this.db);
+    live.set(holder, { held: this.held.size, region });
+    const plan = planShards({ holder, region, shardCount, homes: this.config.shardRegions ?? new Map(), live, held: [...this.held.keys()] });
+    if (plan.handBack.length > 0) {
+      // Their home region has live schedulers again: give the shards back (they take them with a higher epoch).
+      const back = this.heldShards().filter((h) => plan.handBack.includes(h.shard));
+      await sql.releaseShards(this.db, holder, back);
+      for (const h of back) this.held.delete(h.shard);
+      this.logger.info({ shards: back.map((h) => h.shard) }, "handed shards back to their home region");
+    }
+    const fairShare = plan.fairShare;
     if (this.held.size < fairShare) {
-      for (const got of await sql.acquireShards(this.db, holder, region, ttlMs, fairShare - this.held.size, shardCount)) {
+      const free = plan.pool.filter((s) => !this.held.has(s));
+      for (const got of await sql.acquireShards(this.db, holder, region, ttlMs, fairShare - this.held.size, shardCount, free)) {
         this.held.set(got.shard, { shard: got.shard, epoch: got.epoch });
         // An expired lease still names its holder (a release clears it): this is a takeover (S2).
         const kind = got.previousHolder === null ? "free" : "takeover";
@@ -84,10 +98,11 @@ export class ShardLeaseManager {
       }
       if (before.length === 0) this.lastRenewedAt = performance.now();
     } else if (this.held.size > fairShare) {
-      // Someone holds fewer than their share (a scheduler just joined): hand over the surplus.
-      const starving = [...holders.entries()].some(([h, n]) => h !== holder && n < fairShare);
-      if (starving) {
-        const surplus = this.heldShards().slice(fairShare);
+      // Someone holds fewer than their share (a scheduler just joined): hand over the surplus, other
+      // regions' shards first.
+      const ordered = [...this.heldShards()].sort((a, b) => plan.pool.indexOf(a.shard) - plan.pool.indexOf(b.shard));
+      const surplus = ordered.slice(fairShare);
+      if (plan.starving(surplus.map((s) => s.shard))) {
         await sql.releaseShards(this.db, holder, surplus);
         for (const s of surplus) this.held.delete(s.shard);
         this.logger.info({ shards: surplus.map((s) => s.shard) }, "released surplus shards for balance");

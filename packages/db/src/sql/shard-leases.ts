@@ -24,20 +24,30 @@ export async function ensureShardLeases(db: Queryable, count: number): Promise<v
  * anything the previous holder still tries to write is recognisably stale. Says who held each before (a
  * released shard has no holder; an expired lease still names its holder: a takeover).
  */
-export async function acquireShards(db: Queryable, holder: string, region: string, ttlMs: number, limit: number, shardCount: number): Promise<AcquiredShard[]> {
-  if (limit <= 0) return [];
+export async function acquireShards(
+  db: Queryable,
+  holder: string,
+  region: string,
+  ttlMs: number,
+  limit: number,
+  shardCount: number,
+  /** Only these shards, taken in this order (a scheduler's home region's first, S18); all below shardCount when omitted. */
+  onlyShards?: readonly number[],
+): Promise<AcquiredShard[]> {
+  if (limit <= 0 || onlyShards?.length === 0) return [];
   const { rows } = await db.query<{ shard: number; epoch: string; expires_at: Date; previous_holder: string | null }>(
     `UPDATE shard_leases l
         SET holder = $1, region = $2, epoch = l.epoch + 1, acquired_at = now(), renewed_at = now(),
             expires_at = now() + make_interval(secs => $3 / 1000.0)
        FROM (SELECT shard, holder AS previous_holder FROM shard_leases
-              WHERE shard < $5 AND (holder IS NULL OR expires_at IS NULL OR expires_at <= now())
-              ORDER BY shard
+              WHERE shard < $5 AND ($6::int[] IS NULL OR shard = ANY($6::int[]))
+                AND (holder IS NULL OR expires_at IS NULL OR expires_at <= now())
+              ORDER BY array_position($6::int[], shard), shard
               LIMIT $4
               FOR UPDATE SKIP LOCKED) p
       WHERE l.shard = p.shard
       RETURNING l.shard, l.epoch, l.expires_at, p.previous_holder`,
-    [holder, region, ttlMs, limit, shardCount],
+    [holder, region, ttlMs, limit, shardCount, onlyShards ?? null],
   );
   return rows.map((r) => ({ shard: r.shard, epoch: String(r.epoch), expiresAt: r.expires_at, previousHolder: r.previous_holder }));
 }
@@ -81,13 +91,13 @@ export async function removeSchedulerNode(db: Queryable, id: string): Promise<vo
   await db.query(`DELETE FROM scheduler_nodes WHERE id = $1`, [id]);
 }
 
-/** Live schedulers and how many shards each holds now (0 for a newcomer), for balancing. */
-export async function liveSchedulers(db: Queryable): Promise<Map<string, number>> {
-  const { rows } = await db.query<{ id: string; n: number }>(
-    `SELECT n.id, (SELECT count(*)::int FROM shard_leases l WHERE l.holder = n.id AND l.expires_at > now()) AS n
+/** Live schedulers, their region and how many shards each holds now (0 for a newcomer), for balancing. */
+export async function liveSchedulers(db: Queryable): Promise<Map<string, { held: number; region: string }>> {
+  const { rows } = await db.query<{ id: string; n: number; region: string | null }>(
+    `SELECT n.id, n.region, (SELECT count(*)::int FROM shard_leases l WHERE l.holder = n.id AND l.expires_at > now()) AS n
        FROM scheduler_nodes n WHERE n.expires_at > now()`,
   );
-  return new Map(rows.map((r) => [r.id, r.n]));
+  return new Map(rows.map((r) => [r.id, { held: r.n, region: r.region ?? "" }]));
 }
 
 /**
