@@ -6,8 +6,8 @@
 // exits 0, then the local Postgres/Redis if it started them, and it exits 0.
 //
 // Environment (all optional): DATABASE_URL, REDIS_URL, PORT (console, 3000), TICK_BIND_HOST (127.0.0.1),
-// SCHEDULER_HEALTH_PORT (9464), WORKER_HEALTH_PORT (9465), TICK_DATA_DIR (.data), NEXTAUTH_SECRET,
-// LOG_LEVEL. Every other variable is passed through to the apps (see README "Configuration").
+// CONSOLE_METRICS_PORT (9466), SCHEDULER_HEALTH_PORT (9464), WORKER_HEALTH_PORT (9465), TICK_DATA_DIR (.data),
+// NEXTAUTH_SECRET, LOG_LEVEL. Every other variable is passed through to the apps (see README "Configuration").
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
@@ -25,6 +25,7 @@ const port = Number(process.env.PORT || 3000);
 const bindHost = process.env.TICK_BIND_HOST || "127.0.0.1";
 // How this machine reaches them: an every-interface address over loopback, IPv6 in brackets.
 const host = bindHost === "0.0.0.0" ? "127.0.0.1" : bindHost === "::" ? "[::1]" : bindHost.includes(":") ? `[${bindHost}]` : bindHost;
+const consoleMetricsPort = Number(process.env.CONSOLE_METRICS_PORT || 9466);
 const schedulerHealthPort = Number(process.env.SCHEDULER_HEALTH_PORT || 9464);
 const workerHealthPort = Number(process.env.WORKER_HEALTH_PORT || 9465);
 const DEMO_EMAIL = "demo@tick.local";
@@ -185,6 +186,7 @@ async function main() {
   env.NEXTAUTH_SECRET ||= persisted("nextauth-secret", () => randomBytes(32).toString("base64url"));
   env.NEXTAUTH_URL ||= consoleUrl;
   env.TICK_BIND_HOST = bindHost;
+  env.CONSOLE_METRICS_PORT = String(consoleMetricsPort);
   env.SCHEDULER_HEALTH_PORT = String(schedulerHealthPort);
   env.WORKER_HEALTH_PORT = String(workerHealthPort);
   // The demo's jobs call local endpoints; a real deployment leaves this empty (public targets only).
@@ -218,6 +220,12 @@ async function main() {
     pid: process.pid,
     pids: Object.fromEntries(children.map(({ name, child }) => [name, child.pid])),
     health,
+    // Prometheus scrapes each process on its side port (docs/observability.md).
+    metrics: {
+      console: `http://${host}:${consoleMetricsPort}/metrics`,
+      scheduler: `http://${host}:${schedulerHealthPort}/metrics`,
+      worker: `http://${host}:${workerHealthPort}/metrics`,
+    },
   };
   fs.writeFileSync(path.join(dataDir, "state.json"), JSON.stringify(state, null, 2), { mode: 0o600 });
 

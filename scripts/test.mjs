@@ -143,6 +143,7 @@ async function endToEnd(env, serverUrl) {
     ...env,
     DATABASE_URL: withDatabase(serverUrl, database),
     PORT: "3100",
+    CONSOLE_METRICS_PORT: "9476",
     SCHEDULER_HEALTH_PORT: "9474",
     WORKER_HEALTH_PORT: "9475",
     TICK_DATA_DIR: e2eDataDir,

@@ -21,10 +21,11 @@ test("the OpenAPI document describes the problem+json error model", async ({ req
   expect(doc.components.schemas.Problem.properties.type.enum).toContain("https://tick.dev/problems/rate-limited");
 });
 
-test("scheduler and worker expose Prometheus metrics", async ({ request }) => {
-  for (const app of ["scheduler", "worker"] as const) {
-    const metrics = await request.get(state.health[app].replace("/readyz", "/metrics"));
-    expect(metrics.status()).toBe(200);
+test("console, scheduler and worker expose Prometheus metrics on their side ports, the console not on its public port", async ({ request }) => {
+  for (const app of ["console", "scheduler", "worker"] as const) {
+    const metrics = await request.get(state.metrics[app]);
+    expect(metrics.status(), state.metrics[app]).toBe(200);
     expect(await metrics.text()).toContain(`app="${app}"`);
   }
+  expect((await request.get("/metrics")).status()).toBe(404);
 });

@@ -6,6 +6,8 @@ export interface ProductState {
   password: string;
   apiKey: string;
   health: { console: string; scheduler: string; worker: string };
+  /** Each process's Prometheus endpoint: the console's on its side port (CONSOLE_METRICS_PORT), never the public one. */
+  metrics: { console: string; scheduler: string; worker: string };
 }
 
 /** What `scripts/start.mjs` wrote once the product was ready (path given by TICK_E2E_STATE). */

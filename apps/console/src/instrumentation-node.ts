@@ -1,15 +1,22 @@
 // Runs once as the server starts, before it serves anything: API responses lose Next's router Vary,
-// the configuration is validated (a bad variable stops the server with a message naming it), and the
-// console's clean stop is installed when NEXT_MANUAL_SIG_HANDLE leaves the signals to it.
+// the configuration is validated (a bad variable stops the server with a message naming it), the
+// console's clean stop is installed when NEXT_MANUAL_SIG_HANDLE leaves the signals to it, and the metrics
+// side server starts.
 import { EnvError, EXIT_CONFIG } from "@tick/runtime";
 import { stripRouterVaryFromApi } from "./server/api-vary";
 import { getEnv } from "./server/env";
+import { startMetricsServer } from "./server/metrics-server";
 import { installConsoleShutdown } from "./server/shutdown";
 
 stripRouterVaryFromApi();
 
 try {
   if (getEnv().NEXT_MANUAL_SIG_HANDLE) installConsoleShutdown();
+  // /metrics on CONSOLE_METRICS_PORT, never on the public port; a port that cannot be bound stops the console.
+  startMetricsServer().catch((err: unknown) => {
+    process.stderr.write(`console: metrics server on CONSOLE_METRICS_PORT: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  });
 } catch (err) {
   if (!(err instanceof EnvError)) throw err;
   process.stderr.write(`console: ${err.message}\n`);

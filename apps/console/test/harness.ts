@@ -19,6 +19,8 @@ export interface TestTenant {
 
 export interface ConsoleHarness {
   baseUrl: string;
+  /** The metrics side server's port (CONSOLE_METRICS_PORT): /metrics, /healthz, /readyz. */
+  metricsPort: number;
   db: TestDatabase;
   redis: TestRedis;
   /** Sits between the console and Postgres: cut() it to make the database unreachable. */
@@ -52,6 +54,7 @@ export async function startConsole(env: Record<string, string> = {}): Promise<Co
   const dbProxy = await startTcpProxy({ targetHost: pg.hostname, targetPort: Number(pg.port || 5432) });
   const redisProxy = await startTcpProxy({ targetHost: rd.hostname, targetPort: Number(rd.port || 6379) });
   const port = await freePort();
+  const metricsPort = env.CONSOLE_METRICS_PORT ? Number(env.CONSOLE_METRICS_PORT) : await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const proc = startProcess(process.execPath, [nextBin, "start", consoleDir, "-p", String(port), "-H", "127.0.0.1"], {
     env: {
@@ -63,6 +66,7 @@ export async function startConsole(env: Record<string, string> = {}): Promise<Co
       TICK_REDIS_PREFIX: redis.prefix,
       NEXTAUTH_SECRET: "test-secret-test-secret-test-secret-0123",
       NEXTAUTH_URL: baseUrl,
+      CONSOLE_METRICS_PORT: String(metricsPort),
       LOG_LEVEL: "warn",
       ...env,
     },
@@ -78,7 +82,9 @@ export async function startConsole(env: Record<string, string> = {}): Promise<Co
     await db.drop();
   };
   try {
-    await waitFor(async () => (await fetch(`${baseUrl}/readyz`).catch(() => null))?.ok, {
+    // Ready: Next answers /readyz, and the metrics side server (started beside it) listens.
+    const answers = async (url: string) => (await fetch(url).catch(() => null))?.ok;
+    await waitFor(async () => (await answers(`${baseUrl}/readyz`)) && (await answers(`http://127.0.0.1:${metricsPort}/healthz`)), {
       timeoutMs: 60_000,
       description: `console on ${baseUrl} (output: ${proc.output().slice(-500)})`,
     });
@@ -97,6 +103,7 @@ export async function startConsole(env: Record<string, string> = {}): Promise<Co
 
   return {
     baseUrl,
+    metricsPort,
     db,
     redis,
     dbProxy,

@@ -69,6 +69,7 @@ async function startConsole(): Promise<Console> {
   const key = generateApiKey();
   await pool.query(`INSERT INTO api_keys (id, tenant_id, name, prefix, hash, scopes) VALUES ($1, $2, 'bench', $3, $4, ARRAY['admin'])`, [randomUUID(), id, key.prefix, key.hash]);
   const port = await freePort();
+  const metricsPort = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const proc = startProcess(process.execPath, [nextBin, "start", path.join(root, "apps/console"), "-p", String(port), "-H", "127.0.0.1"], {
     env: {
@@ -81,6 +82,7 @@ async function startConsole(): Promise<Console> {
       TICK_SSRF_ALLOWED_CIDRS: "127.0.0.0/8",
       NEXTAUTH_SECRET: "bench-secret-bench-secret-bench-0123456",
       NEXTAUTH_URL: url,
+      CONSOLE_METRICS_PORT: String(metricsPort),
       LOG_LEVEL: "warn",
     },
   });

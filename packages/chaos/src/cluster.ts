@@ -147,9 +147,17 @@ export async function startCluster(options: {
   adminRedis.on("error", () => {});
 
   const consolePort = await freePort();
+  const consoleMetricsPort = await freePort();
   const consoleUrl = `http://127.0.0.1:${consolePort}`;
   const consoleProc = startProcess(process.execPath, [nextBin, "start", path.join(root, "apps/console"), "-p", String(consolePort), "-H", "127.0.0.1"], {
-    env: { ...env, NODE_ENV: "production", NEXT_TELEMETRY_DISABLED: "1", NEXTAUTH_SECRET: "chaos-secret-chaos-secret-chaos-0123", NEXTAUTH_URL: consoleUrl },
+    env: {
+      ...env,
+      NODE_ENV: "production",
+      NEXT_TELEMETRY_DISABLED: "1",
+      NEXTAUTH_SECRET: "chaos-secret-chaos-secret-chaos-0123",
+      NEXTAUTH_URL: consoleUrl,
+      CONSOLE_METRICS_PORT: String(consoleMetricsPort),
+    },
   });
   const prefix = options.namePrefix ?? "";
   keepOutput(`${prefix}console`, consoleProc);
@@ -192,6 +200,8 @@ export async function startCluster(options: {
     db,
     pool,
     consoleUrl,
+    /** The console's metrics side server (/metrics, /healthz, /readyz). */
+    consoleMetricsPort,
     pgProxy,
     redisProxy,
     members,

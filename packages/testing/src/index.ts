@@ -4,3 +4,4 @@ export * from "./child-process.js";
 export * from "./tcp-proxy.js";
 export * from "./free-port.js";
 export * from "./rejection-of.js";
+export * from "./prometheus.js";

@@ -1,14 +1,17 @@
 import type { Redis } from "ioredis";
 import { createPool, createPrismaClient, type PrismaClient } from "@tick/db";
-import { createLogger, createRedis, type Logger } from "@tick/runtime";
+import { createLogger, createMetricsRegistry, createRedis, MetricLabels, metricLabelConfig, type Logger } from "@tick/runtime";
 import type pg from "pg";
 import { getEnv } from "./env";
+import { createConsoleMetrics, type ConsoleMetrics } from "./metrics";
 
 export interface ConsoleContext {
   prisma: PrismaClient;
   pool: pg.Pool;
   redis: Redis;
   logger: Logger;
+  /** The console's registry and metrics (served on CONSOLE_METRICS_PORT by server/metrics-server.ts). */
+  metrics: ConsoleMetrics;
 }
 
 // Kept on globalThis so `next dev` hot reloads do not open a new pool per edit.
@@ -25,6 +28,7 @@ export function getContext(): ConsoleContext {
       pool: createPool(env.DATABASE_URL, { applicationName: "tick-console", connectionTimeoutMillis: 3_000 }),
       redis,
       logger,
+      metrics: createConsoleMetrics(createMetricsRegistry("console"), new MetricLabels(metricLabelConfig(env))),
     };
   }
   return holder.__tickConsole;

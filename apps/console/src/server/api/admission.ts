@@ -45,6 +45,8 @@ export interface AdmissionOptions {
   prefix: string;
   timeoutMs: number;
   logger: Logger;
+  /** Told each time Redis did not answer and the rate limit was skipped (tick_api_admission_fail_open_total). */
+  onFailOpen?: () => void;
 }
 
 /**
@@ -81,7 +83,7 @@ export function failOpenRedis(logger: Logger, timeoutMs: number, what: string) {
   };
 }
 
-export function createAdmission({ redis, prefix, timeoutMs, logger }: AdmissionOptions) {
+export function createAdmission({ redis, prefix, timeoutMs, logger, onFailOpen }: AdmissionOptions) {
   const r = redis as RedisWithTake;
   if (typeof r.tickTakeTokens !== "function") r.defineCommand("tickTakeTokens", { numberOfKeys: 1, lua: TAKE_TOKENS });
   const ask = failOpenRedis(logger, timeoutMs, "admission rate limit");
@@ -89,7 +91,10 @@ export function createAdmission({ redis, prefix, timeoutMs, logger }: AdmissionO
   return async function admit(tenant: { id: string; admissionRate: number; admissionBurst: number }, want: number): Promise<AdmissionResult> {
     const limit = tenant.admissionBurst;
     const answer = await ask(r.tickTakeTokens(`${prefix}:admission:${tenant.id}`, tenant.admissionRate, tenant.admissionBurst, want), { tenantId: tenant.id });
-    if (!answer) return { granted: want, remaining: limit, retryAfterMs: 0, resetMs: 0, limit, enforced: false };
+    if (!answer) {
+      onFailOpen?.();
+      return { granted: want, remaining: limit, retryAfterMs: 0, resetMs: 0, limit, enforced: false };
+    }
     const [granted, remaining, retryAfterMs] = answer;
     // Full again once the taken tokens have flowed back at the tenant's rate (#20: Reset was always 0).
     const resetMs = Math.max(retryAfterMs, Math.ceil(((tenant.admissionBurst - remaining) / tenant.admissionRate) * 1000));

@@ -10,6 +10,7 @@ import type { InvitationMailer, MemberDeps } from "../services/members";
 import type { WebhookDeps } from "../services/webhooks";
 import type { ServiceDeps } from "../services/service-deps";
 import { createInvitationMailer } from "../mailer";
+import { tallyAdmission } from "../metrics";
 
 let cached: JobServiceDeps | undefined;
 
@@ -17,12 +18,13 @@ let cached: JobServiceDeps | undefined;
 export function getJobDeps(): JobServiceDeps {
   if (!cached) {
     const env = getEnv();
-    const { pool, redis, logger } = getContext();
+    const { pool, redis, logger, metrics } = getContext();
     const dueIndex = createDueIndex({ redis, prefix: env.TICK_REDIS_PREFIX });
     cached = {
       noteDue: (shard, tenantId, dueAtMs) => dueIndex.noteDue(shard, tenantId, dueAtMs),
+      onOutcomes: (tenantId, outcomes) => metrics.admission(tenantId, tallyAdmission(outcomes)),
       pool,
-      admit: createAdmission({ redis, prefix: env.TICK_REDIS_PREFIX, timeoutMs: env.API_RATE_LIMIT_TIMEOUT, logger }),
+      admit: createAdmission({ redis, prefix: env.TICK_REDIS_PREFIX, timeoutMs: env.API_RATE_LIMIT_TIMEOUT, logger, onFailOpen: () => metrics.admissionFailedOpen() }),
       allowedCidrs: env.TICK_SSRF_ALLOWED_CIDRS,
       idempotencyTtlMs: env.TICK_IDEMPOTENCY_TTL,
     };

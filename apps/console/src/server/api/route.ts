@@ -74,18 +74,41 @@ export function clientAddress(request: Request): string {
 }
 
 type AnyRoute = { scope: string | null; params?: z.ZodObject; query?: z.ZodObject; body?: z.ZodType; idempotent?: boolean };
+type PipelineHandler<P> = (req: { principal: P; params: unknown; query: unknown; body: unknown; idempotencyKey: string | null; request: Request }) => Promise<ApiResponse>;
 
 /**
  * The request pipeline shared by every /api/v1 handler: zod parsing of path, query and body, the
  * Idempotency-Key header, and every error mapped to problem+json. `authenticate` resolves the caller
- * (and may refuse) before anything is parsed.
+ * (and may refuse) before anything is parsed. Every answer is counted by route name and status, with its
+ * duration (tick_api_requests_total, tick_api_request_duration_seconds: in-memory updates only).
  */
 function handleRequest<P>(
   name: string,
   route: AnyRoute,
   options: ApiRouteOptions,
   authenticate: (request: Request) => Promise<P>,
-  handler: (req: { principal: P; params: unknown; query: unknown; body: unknown; idempotencyKey: string | null; request: Request }) => Promise<ApiResponse>,
+  handler: PipelineHandler<P>,
+) {
+  const answer = answerRequest(name, route, options, authenticate, handler);
+  return async (request: Request, context: { params: Promise<Record<string, string>> }): Promise<Response> => {
+    const started = performance.now();
+    let status = 500; // what Next answers if the pipeline itself throws
+    try {
+      const response = await answer(request, context);
+      status = response.status;
+      return response;
+    } finally {
+      getContext().metrics.request(name, status, (performance.now() - started) / 1000);
+    }
+  };
+}
+
+function answerRequest<P>(
+  name: string,
+  route: AnyRoute,
+  options: ApiRouteOptions,
+  authenticate: (request: Request) => Promise<P>,
+  handler: PipelineHandler<P>,
 ) {
   return async (request: Request, context: { params: Promise<Record<string, string>> }): Promise<Response> => {
     const instance = new URL(request.url).pathname;
