@@ -199,6 +199,7 @@ export function createScheduler(deps: SchedulerDeps) {
     metrics,
     faults,
     async () => heldByTenant(await breakers.openDependencies()),
+    deps.tracing,
   );
   const relay = new OutboxRelay(pool, queues, { batch: 500, retryDelayMs: 500, maxRetryDelayMs: 30_000, publishTimeoutMs: config.publishTimeoutMs }, relayRate, logger, metrics, faults);
   const reaper = new Reaper(

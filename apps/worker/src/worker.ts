@@ -4,7 +4,7 @@ import { ATTEMPT_QUEUE, WEBHOOK_QUEUE, type Cidr } from "@tick/core";
 import { createBreakers, type BreakerPolicy } from "@tick/breaker";
 import { createDueIndex } from "@tick/due-index";
 import { ensureSigningSecrets, type sql } from "@tick/db";
-import { NO_FAULTS, type MetricLabels, type ServiceDeps } from "@tick/runtime";
+import { NO_FAULTS, NO_TRACING, type MetricLabels, type ServiceDeps } from "@tick/runtime";
 import { createAttemptCompleter } from "./execution/attempt-completer.js";
 import { createLeaseKeeper } from "./execution/attempt-lease.js";
 import { runAttempt, runMessage } from "./execution/attempt-runner.js";
@@ -76,8 +76,10 @@ export function createAttemptWorker(deps: WorkerDeps) {
   const completer = createAttemptCompleter({ pool, logger, ...batch });
   const leases = createLeaseKeeper({ pool, leaseMs: config.leaseMs, heartbeatMs: config.heartbeatMs });
   const breakerMetrics = observeBreakers(createBreakers({ redis: deps.indexRedis, prefix: config.redisPrefix, policy: config.breaker }), metrics);
+  const tracing = deps.tracing ?? NO_TRACING;
   const runnerDeps = {
     pool,
+    tracing,
     onStarted: observeLag,
     slots: createCallSlots(config.concurrency),
     startSlots: createCallSlots(config.concurrency),
@@ -130,7 +132,7 @@ export function createAttemptWorker(deps: WorkerDeps) {
         logger.warn({ err: err.message }, "broker connection error");
       });
       worker.on("failed", (job, err) => logger.error({ err, messageId: job?.id }, "attempt message handler failed"));
-      webhookWorker = new Worker(WEBHOOK_QUEUE, (job) => deliverWebhook({ pool, http, logger, observe: observeDelivery }, webhookConfig, job.data), {
+      webhookWorker = new Worker(WEBHOOK_QUEUE, (job) => deliverWebhook({ pool, http, logger, tracing, observe: observeDelivery }, webhookConfig, job.data), {
         connection: deps.redis,
         prefix: `${config.redisPrefix}:bull`,
         concurrency: Math.max(1, Math.floor(config.concurrency / 4)),

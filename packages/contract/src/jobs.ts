@@ -7,7 +7,8 @@ export const JOB_STATUSES = JOB_STATES;
 export const jobStatusSchema = z.enum(JOB_STATUSES);
 
 /** Header names a tenant may not set on its own request: they belong to the transport or to Tick. */
-const RESERVED_HEADER = /^(host|content-length|transfer-encoding|connection|keep-alive|upgrade|te|trailer|proxy-.*|idempotency-key|tick-.*)$/i;
+// traceparent and tracestate carry the job's trace (#21): send them on the create request instead.
+const RESERVED_HEADER = /^(host|content-length|transfer-encoding|connection|keep-alive|upgrade|te|trailer|proxy-.*|idempotency-key|tick-.*|traceparent|tracestate)$/i;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 export const backoffSchema = backoffPolicySchema.meta({
@@ -61,6 +62,18 @@ export const createJobSchema = z
 export type CreateJobInput = z.input<typeof createJobSchema>;
 export type CreateJob = z.output<typeof createJobSchema>;
 
+/** Where a job's trace is (docs/observability.md, "Traces"). */
+export const jobTraceSchema = z
+  .object({
+    traceId: z.string().meta({ description: "32 hex digits: the trace of the job, its attempts and its completion webhooks" }),
+    traceparent: z.string().meta({
+      description:
+        "W3C traceparent of the job's span: every attempt's request to the target, and every webhook delivery, is sent with a traceparent of this trace whose parent is this span",
+    }),
+    tracestate: z.string().nullable().meta({ description: "The creating request's tracestate, passed on unchanged" }),
+  })
+  .meta({ id: "JobTrace" });
+
 export const jobSchema = z
   .object({
     id: uuid,
@@ -90,6 +103,7 @@ export const jobSchema = z
     occurrenceAt: nullableTimestamp,
     replayId: uuid.nullable().meta({ description: "The DLQ replay that last released this job" }),
     cancelRequestedAt: nullableTimestamp,
+    trace: jobTraceSchema.nullable().meta({ description: "The job's trace: the creating request's traceparent (or a new trace); null for jobs created before traces were kept" }),
     createdAt: timestamp,
     updatedAt: timestamp,
     finishedAt: nullableTimestamp,

@@ -39,6 +39,11 @@ export type AttemptMessage = z.output<typeof attemptMessageSchema>;
  */
 export const attemptChunkMessageSchema = z.object({
   attempts: z.array(attemptMessageSchema).min(1),
+  /**
+   * The W3C traceparent of the dispatch round's span, when the scheduler traces (#21): each attempt's span
+   * links to it. The job's own trace is not here: the worker reads it from the job row its start returns.
+   */
+  traceparent: z.string().optional(),
 });
 
 export type AttemptChunkMessage = z.output<typeof attemptChunkMessageSchema>;

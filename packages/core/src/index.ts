@@ -12,3 +12,4 @@ export * from "./dependency.js";
 export * from "./replay.js";
 export * from "./idempotency.js";
 export * from "./lag-histogram.js";
+export * from "./trace-context.js";

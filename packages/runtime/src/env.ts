@@ -3,6 +3,7 @@ import os from "node:os";
 import { z } from "zod";
 import { parseCidrList } from "@tick/core";
 import { DEFAULT_METRIC_LABELS, type MetricLabelConfig } from "./bounded-labels.js";
+import { tracingEnvShape } from "./tracing.js";
 
 /** Thrown when the environment does not satisfy an app's schema; the message names every bad variable. */
 export class EnvError extends Error {
@@ -94,6 +95,8 @@ export const serviceEnvShape = {
   TICK_FAULT_POINTS: z.string().optional(),
   /** Test only: shifts this process's clock by this many ms, as a drifted host's (clock-skew.ts; chaos S13). */
   TICK_TEST_CLOCK_SKEW_MS: z.coerce.number().int().default(0),
+  /** OpenTelemetry traces over OTLP (tracing.ts): off unless an endpoint is set. */
+  ...tracingEnvShape,
 };
 
 /** A comma-separated list of label values (TICK_METRICS_TENANTS, TICK_METRICS_DEPENDENCIES). */

@@ -9,3 +9,4 @@ export * from "./fault-points.js";
 export * from "./clock-skew.js";
 export * from "./bounded-labels.js";
 export * from "./store-probe.js";
+export * from "./tracing.js";

@@ -9,6 +9,7 @@ import { createMetricsRegistry } from "./metrics.js";
 import { installGracefulShutdown, type ShutdownStep } from "./shutdown.js";
 import { startStoreProbe } from "./store-probe.js";
 import { appStores, type Pingable } from "./stores.js";
+import { createTracing, tracingConfig, type Tracing, type TracingEnv } from "./tracing.js";
 
 /** What a long-running service is built from: its stores and process plumbing (and, per app, a config). */
 export interface ServiceDeps<P> {
@@ -20,10 +21,12 @@ export interface ServiceDeps<P> {
   logger: Logger;
   registry: Registry;
   faults?: FaultPoints;
+  /** OpenTelemetry spans (NO_TRACING unless OTEL_EXPORTER_OTLP_ENDPOINT is set; absent in tests: off). */
+  tracing?: Tracing;
 }
 
 /** What runService reads from an app's parsed env (baseEnvShape and serviceEnvShape provide it). */
-export interface ServiceEnv {
+export interface ServiceEnv extends TracingEnv {
   DATABASE_URL: string;
   REDIS_URL: string;
   LOG_LEVEL: string;
@@ -82,13 +85,16 @@ export async function runService<E extends ServiceEnv, P extends Pingable>(optio
     const stores = appStores(options.createPool(env.DATABASE_URL, { max: dbPoolSize, applicationName: `tick-${name} ${id}` }), env.REDIS_URL, logger);
     const { pool, redis, indexRedis } = stores;
     const probe = startStoreProbe({ registry, databaseNow: () => options.databaseNow(pool), pingRedis: () => indexRedis.ping() });
-    const app = await options.start({ env, deps: { pool, redis, indexRedis, logger, registry, faults: parseFaultPoints(env.TICK_FAULT_POINTS) } });
+    const tracing = await createTracing(tracingConfig(env, { serviceName: `tick-${name}`, serviceInstanceId: id }), logger);
+    const app = await options.start({ env, deps: { pool, redis, indexRedis, logger, registry, tracing, faults: parseFaultPoints(env.TICK_FAULT_POINTS) } });
     const health = await startHealthServer({ port: healthPort, host: env.TICK_BIND_HOST, logger, registry, checks: stores.checks });
     installGracefulShutdown({
       logger,
       steps: [
         { name: "fail readiness", run: () => health.markShuttingDown() },
         app.stop,
+        // After the app: the spans of the attempts it drained are exported too.
+        { name: "export buffered spans", run: () => tracing.shutdown() },
         { name: "stop store probe", run: () => probe.stop() },
         ...stores.stop,
         { name: "close health server", run: () => health.close() },

@@ -5,3 +5,4 @@ export * from "./tcp-proxy.js";
 export * from "./free-port.js";
 export * from "./rejection-of.js";
 export * from "./prometheus.js";
+export * from "./otlp-receiver.js";

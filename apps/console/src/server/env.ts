@@ -1,10 +1,12 @@
 import { z } from "zod";
 import { durationSchema } from "@tick/core";
-import { baseEnvShape, cidrList, metricsEnvShape, parseEnv, port } from "@tick/runtime";
+import { baseEnvShape, cidrList, metricsEnvShape, parseEnv, port, tracingEnvShape } from "@tick/runtime";
 
 export const consoleEnvSchema = z.object({
   ...baseEnvShape,
   ...metricsEnvShape,
+  /** OpenTelemetry traces over OTLP (docs/observability.md, "Traces"): off unless an endpoint is set. */
+  ...tracingEnvShape,
   /**
    * Port of the console's side server (on TICK_BIND_HOST): /metrics (Prometheus), /healthz and /readyz,
    * kept off the public HTTP port.

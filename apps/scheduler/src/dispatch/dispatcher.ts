@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import type { Queue } from "bullmq";
-import { DeficitRoundRobin, dispatchChunkId, type AttemptChunkMessage, type AttemptMessage } from "@tick/core";
+import { DeficitRoundRobin, dispatchChunkId, formatTraceparent, type AttemptChunkMessage, type AttemptMessage } from "@tick/core";
 import { sql } from "@tick/db";
-import type { FaultPoints, Logger } from "@tick/runtime";
+import { NO_TRACING, type FaultPoints, type Logger, type Tracing } from "@tick/runtime";
 import { withShardFence } from "../leases/shard-fence.js";
 import { MESSAGE_OPTIONS, publishWithin } from "../outbox/outbox-relay.js";
 import type { HeldLease } from "../leases/shard-lease-manager.js";
@@ -60,6 +60,8 @@ export class Dispatcher {
     private readonly faults: FaultPoints,
     /** Per tenant, the dependencies whose circuit breaker is open (their jobs are held); empty when unknown. */
     private readonly openDependencies: () => Promise<Map<string, string[]>> = async () => new Map(),
+    /** A "dispatch" span per published round when tracing is on (#21); its messages carry it for the attempts to link. */
+    private readonly tracing: Tracing = NO_TRACING,
   ) {}
 
   async runShard(lease: HeldLease): Promise<DispatchRound> {
@@ -166,9 +168,18 @@ export class Dispatcher {
       if (chunk) chunk.push(attempt);
       else messages.set(id, [attempt]);
     }
+    // One span for the round's publication (not one per job: a round is up to a batch of them), tracing on
+    // only. Its own trace; each attempt's span links to it, so a job's trace leads to the round that sent it.
+    const span = this.tracing.enabled
+      ? this.tracing.startSpan("dispatch", {
+          kind: "producer",
+          attributes: { "tick.shard": lease.shard, "tick.epoch": lease.epoch, "tick.dispatch.attempts": rows.length, "tick.dispatch.messages": messages.size },
+        })
+      : null;
+    const traceparent = span?.recording ? formatTraceparent(span.context) : undefined;
     const bulk = [...messages].map(([jobId, attempts]) => ({
       name: "dispatch",
-      data: { attempts } satisfies AttemptChunkMessage,
+      data: { attempts, ...(traceparent ? { traceparent } : {}) } satisfies AttemptChunkMessage,
       // The broker serves the lowest priority first: a chunk led by a quiet tenant's attempt goes ahead.
       opts: { jobId, priority: Math.max(1, Math.min(...attempts.map((a) => a.rank ?? 0))), ...MESSAGE_OPTIONS },
     }));
@@ -176,11 +187,14 @@ export class Dispatcher {
       await publishWithin(this.queue.addBulk(bulk), this.config.publishTimeoutMs);
       this.metrics.published.inc({ kind: "dispatch" }, rows.length);
     } catch (err) {
+      span?.fail((err as Error).message);
       this.metrics.publishFailures.inc();
       this.logger.warn(
         { err: (err as Error).message, shard: lease.shard, attempts: rows.length },
         "dispatch publish failed; the attempts are pending in Postgres and the reaper re-publishes them",
       );
+    } finally {
+      span?.end();
     }
   }
 }

@@ -1,8 +1,19 @@
 import type pg from "pg";
 import type { BreakerKey, Breakers } from "@tick/breaker";
-import { attemptMessageSchema, attemptsOfMessage, classifyHttpOutcome, computeBackoffMs, decideAfterFailure, type AttemptMessage } from "@tick/core";
+import {
+  attemptMessageSchema,
+  attemptsOfMessage,
+  classifyHttpOutcome,
+  computeBackoffMs,
+  decideAfterFailure,
+  formatTraceparent,
+  parseTraceparent,
+  storedTraceContext,
+  type AttemptMessage,
+  type TraceContext,
+} from "@tick/core";
 import { sql } from "@tick/db";
-import type { FaultPoints, Logger } from "@tick/runtime";
+import type { FaultPoints, Logger, TickSpan, Tracing } from "@tick/runtime";
 import type { WorkerMetrics } from "../metrics.js";
 import type { AttemptCompleter } from "./attempt-completer.js";
 import type { LeaseKeeper } from "./attempt-lease.js";
@@ -39,6 +50,11 @@ export interface AttemptRunnerDeps {
   secretsFor: (tenantId: string) => Promise<string[]>;
   /** After a retry commits: tell the due index (best effort). */
   noteDue: (shard: number, tenantId: string, dueAtMs: number) => Promise<void>;
+  /**
+   * Spans (#21): each attempt's call to the target is an "attempt" span, a child of the job's trace, whose
+   * IDs are the traceparent the target receives. Off (NO_TRACING): no span, only a new span ID to send.
+   */
+  tracing: Tracing;
   /** An attempt started on the single path (the batched starter reports its own): for the scheduling lag metric. */
   onStarted?: (started: sql.StartedAttempt) => void;
   random?: () => number;
@@ -86,13 +102,16 @@ function decide(started: sql.StartedAttempt, result: HttpCallResult, now: Date, 
 
 /**
  * The headers of a call to the job's target: the job's own, then Tick's (which win over the job's): the
- * stable Idempotency-Key (S6), the job, attempt and fencing token, the signature, the user agent, and a
- * JSON content type when the job sends a body without one.
+ * stable Idempotency-Key (S6), the job, attempt and fencing token, the signature, the trace context of the
+ * attempt's span (W3C traceparent and tracestate, #21), the user agent, and a JSON content type when the job
+ * sends a body without one.
  */
-function targetHeaders(started: sql.StartedAttempt, attemptId: string, secrets: string[]): Record<string, string> {
+function targetHeaders(started: sql.StartedAttempt, attemptId: string, secrets: string[], trace: TraceContext): Record<string, string> {
   const headers: Record<string, string> = {};
   let hasContentType = false;
   for (const name in started.headers) {
+    // A job stored before the API reserved them may carry its own trace headers: the attempt's win.
+    if (TRACE_HEADER.test(name)) continue;
     headers[name] = started.headers[name]!;
     if (!hasContentType && name.toLowerCase() === "content-type") hasContentType = true;
   }
@@ -101,6 +120,8 @@ function targetHeaders(started: sql.StartedAttempt, attemptId: string, secrets: 
   headers["tick-attempt-id"] = attemptId;
   headers["tick-attempt-number"] = String(started.attempt_number);
   headers["tick-fencing-token"] = started.fencing_token;
+  headers.traceparent = formatTraceparent(trace);
+  if (trace.traceState) headers.tracestate = trace.traceState;
   if (secrets.length > 0) {
     const signed = signTargetRequest(secrets, attemptId, Math.floor(Date.now() / 1000), started.body);
     headers["tick-timestamp"] = signed["tick-timestamp"]!;
@@ -110,6 +131,8 @@ function targetHeaders(started: sql.StartedAttempt, attemptId: string, secrets: 
   if (started.body !== null && !hasContentType) headers["content-type"] = "application/json";
   return headers;
 }
+
+const TRACE_HEADER = /^trace(parent|state)$/i;
 
 /*
  * The attempt path: one dispatch message: the pre-execution check and start (S15), the HTTP call under a lease
@@ -157,7 +180,9 @@ async function startPaced(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, 
  */
 export async function runMessage(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, data: unknown): Promise<RunOutcome[]> {
   const attempts = attemptsOfMessage(data);
-  const settled = await Promise.allSettled(attempts.map((raw) => runAttempt(deps, config, raw)));
+  // The dispatch round's span, when the scheduler traces (#21): each attempt's span links to it.
+  const dispatch = deps.tracing.enabled ? parseTraceparent((data as { traceparent?: unknown } | null)?.traceparent as string | undefined) : null;
+  const settled = await Promise.allSettled(attempts.map((raw) => runAttempt(deps, config, raw, dispatch)));
   const failed = settled.filter((s): s is PromiseRejectedResult => s.status === "rejected");
   if (failed.length > 0) {
     if (failed.length === 1) throw failed[0]!.reason;
@@ -173,7 +198,7 @@ export async function runMessage(deps: AttemptRunnerDeps, config: AttemptRunnerC
  * and about to call (their start overlaps the calls, as a peer's prefetch does), and the completion runs
  * outside both. A malformed message is discarded before it takes a slot.
  */
-export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, raw: unknown): Promise<RunOutcome> {
+export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, raw: unknown, dispatch: TraceContext | null = null): Promise<RunOutcome> {
   const parsed = attemptMessageSchema.safeParse(raw);
   if (!parsed.success) {
     deps.metrics.discarded.inc({ reason: "malformed" });
@@ -184,13 +209,20 @@ export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerC
   const rank = msg.rank ?? 0;
   const releaseStart = deps.startSlots ? await deps.startSlots.acquire(rank) : () => {};
   try {
-    return await runInSlots(deps, config, msg, rank, releaseStart);
+    return await runInSlots(deps, config, msg, rank, releaseStart, dispatch);
   } finally {
     releaseStart();
   }
 }
 
-async function runInSlots(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, msg: AttemptMessage, rank: number, releaseStart: () => void): Promise<RunOutcome> {
+async function runInSlots(
+  deps: AttemptRunnerDeps,
+  config: AttemptRunnerConfig,
+  msg: AttemptMessage,
+  rank: number,
+  releaseStart: () => void,
+  dispatch: TraceContext | null,
+): Promise<RunOutcome> {
   const { pool, logger, metrics } = deps;
 
   // Downstream protection (S11): an open breaker or a spent retry budget hands the job back without
@@ -239,24 +271,32 @@ async function runInSlots(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, 
   // be seen; the target's fencing-token check covers that window.
   const mayStillSend = lease.mayStillSend;
   let result: HttpCallResult;
+  let span: TickSpan | undefined;
   const releaseCall = deps.slots ? await deps.slots.acquire(rank) : () => {};
   releaseStart();
   try {
     const secrets = await deps.secretsFor(started.tenant_id).catch(() => []);
     deps.faults.hit("worker.before-send");
+    // The attempt's span: a child of the job's trace; the target receives its IDs as the traceparent.
+    span = startAttemptSpan(deps.tracing, started, msg, dispatch);
     result = await deps.http.call({
       method: started.method,
       url: started.url,
-      headers: targetHeaders(started, msg.attemptId, secrets),
+      headers: targetHeaders(started, msg.attemptId, secrets, span.context),
       body: started.body,
       timeoutMs: started.timeout_ms,
       cancellation: lease,
       mayStillSend,
     });
+  } catch (err) {
+    span?.fail((err as Error).message);
+    span?.end();
+    throw err;
   } finally {
     lease.release();
     releaseCall();
   }
+  endAttemptSpan(span, result, lease.lost());
   if (result.withheld !== undefined) {
     if (breaker) await deps.breakers.release(breaker).catch(() => {});
     metrics.sendsWithheld.inc();
@@ -306,6 +346,58 @@ async function runInSlots(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, 
   }
   logger.info({ ...context, status: completion.status, outcome, httpStatus: result.status, durationMs: result.durationMs }, "attempt completed");
   return { kind: "completed", status: completion.status ?? decision.kind };
+}
+
+/** Starts an attempt's span (kind client: the call to the target). Off, it only mints the span ID to send. */
+function startAttemptSpan(tracing: Tracing, started: sql.StartedAttempt, msg: AttemptMessage, dispatch: TraceContext | null): TickSpan {
+  const parent = storedTraceContext(started.traceparent, started.tracestate);
+  if (!tracing.enabled) return tracing.startSpan("attempt", { parent });
+  let target: URL | null = null;
+  try {
+    target = new URL(started.url);
+  } catch {
+    // The call reports the bad URL; the span goes without the address.
+  }
+  return tracing.startSpan("attempt", {
+    kind: "client",
+    parent,
+    links: dispatch ? [dispatch] : undefined,
+    attributes: {
+      "tick.tenant.id": started.tenant_id,
+      "tick.job.id": started.job_id,
+      "tick.attempt.id": msg.attemptId,
+      "tick.attempt.number": started.attempt_number,
+      "tick.fencing_token": started.fencing_token,
+      "tick.queue": started.queue,
+      "tick.dependency": started.dependency_key,
+      "tick.shard": started.shard,
+      "http.request.method": started.method,
+      // Host and port only: a URL's path and query may carry a tenant's secrets.
+      "server.address": target?.hostname,
+      "server.port": target ? Number(target.port || (target.protocol === "https:" ? 443 : 80)) : undefined,
+      "url.scheme": target?.protocol.replace(":", ""),
+    },
+  });
+}
+
+/** Why a call did not answer with a success status, or null. */
+function callFailure(result: HttpCallResult, leaseLost: boolean): string | null {
+  if (result.withheld !== undefined) return `not sent: ${result.withheld}`;
+  if (leaseLost || result.aborted) return "lease lost";
+  if (result.blocked) return `address not allowed: ${result.blocked}`;
+  if (result.timedOut) return "timed out";
+  if (result.networkError) return result.networkError;
+  if (result.status !== undefined && result.status >= 400) return `HTTP ${result.status}`;
+  return null;
+}
+
+/** Ends an attempt's span with what the call came to: the response status, or why there was none. */
+function endAttemptSpan(span: TickSpan | undefined, result: HttpCallResult, leaseLost: boolean): void {
+  if (!span?.recording) return;
+  span.setAttributes({ "http.response.status_code": result.status, "tick.attempt.duration_ms": result.durationMs });
+  const failure = callFailure(result, leaseLost);
+  if (failure !== null) span.fail(failure);
+  span.end();
 }
 
 /**

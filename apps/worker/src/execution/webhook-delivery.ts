@@ -1,7 +1,8 @@
 import type pg from "pg";
 import { z } from "zod";
 import { ensureSigningSecrets, sql } from "@tick/db";
-import type { Logger } from "@tick/runtime";
+import { formatTraceparent, storedTraceContext } from "@tick/core";
+import { NO_TRACING, type Logger, type Tracing } from "@tick/runtime";
 import type { HttpCaller } from "./http-call.js";
 import { signWebhook } from "./webhook-signing.js";
 
@@ -29,8 +30,17 @@ export interface DeliveryObservation {
  * across retries so receivers can deduplicate), and records the try. Failures retry with exponential
  * backoff through a new outbox row; after `maxTries` the delivery is marked failed (visible, never dropped).
  */
+export interface WebhookDeliveryDeps {
+  pool: pg.Pool;
+  http: HttpCaller;
+  logger: Logger;
+  /** Each try is a "webhook" span, a child of the job's trace (#21); absent: off. */
+  tracing?: Tracing;
+  observe?: (o: DeliveryObservation) => void;
+}
+
 export async function deliverWebhook(
-  deps: { pool: pg.Pool; http: HttpCaller; logger: Logger; observe?: (o: DeliveryObservation) => void },
+  deps: WebhookDeliveryDeps,
   config: WebhookDeliveryConfig,
   raw: unknown,
 ): Promise<DeliveryOutcome> {
@@ -39,7 +49,7 @@ export async function deliverWebhook(
   return outcome.outcome;
 }
 
-async function deliver(deps: { pool: pg.Pool; http: HttpCaller; logger: Logger }, config: WebhookDeliveryConfig, raw: unknown): Promise<DeliveryObservation> {
+async function deliver(deps: WebhookDeliveryDeps, config: WebhookDeliveryConfig, raw: unknown): Promise<DeliveryObservation> {
   const skipped = { tenantId: null, outcome: "skipped", lagSeconds: null } as const;
   const parsed = messageSchema.safeParse(raw);
   if (!parsed.success) return skipped;
@@ -53,25 +63,52 @@ async function deliver(deps: { pool: pg.Pool; http: HttpCaller; logger: Logger }
   }
   const body = JSON.stringify(delivery.payload);
   const timestamp = Math.floor(Date.now() / 1000);
-  const result = await deps.http.call({
-    method: "POST",
-    url: delivery.url,
-    headers: {
-      "content-type": "application/json",
-      "user-agent": "tick-webhooks/1",
-      "webhook-id": delivery.id,
-      "webhook-timestamp": String(timestamp),
-      "webhook-signature": signWebhook(delivery.secrets, delivery.id, timestamp, body),
-    },
-    body,
-    timeoutMs: config.timeoutMs,
-  });
-  const delivered = result.status !== undefined && result.status >= 200 && result.status < 300;
   const tries = delivery.attempts + 1;
+  // The try's span, a child of the job's trace: the receiver gets its IDs as the traceparent, so the
+  // webhook joins the trace of the job it reports (a test delivery, with no job, starts its own).
+  const tracing = deps.tracing ?? NO_TRACING;
+  const parent = storedTraceContext(delivery.traceparent, delivery.tracestate);
+  const span = tracing.startSpan("webhook", {
+    kind: "client",
+    parent,
+    attributes: tracing.enabled
+      ? {
+          "tick.tenant.id": delivery.tenant_id,
+          "tick.job.id": delivery.job_id,
+          "tick.webhook.delivery_id": delivery.id,
+          "tick.webhook.event": delivery.event,
+          "tick.webhook.try": tries,
+          "http.request.method": "POST",
+          "server.address": hostOf(delivery.url),
+        }
+      : undefined,
+  });
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    "user-agent": "tick-webhooks/1",
+    "webhook-id": delivery.id,
+    "webhook-timestamp": String(timestamp),
+    "webhook-signature": signWebhook(delivery.secrets, delivery.id, timestamp, body),
+    traceparent: formatTraceparent(span.context),
+  };
+  if (span.context.traceState) headers.tracestate = span.context.traceState;
+  const result = await deps.http.call({ method: "POST", url: delivery.url, headers, body, timeoutMs: config.timeoutMs });
+  const delivered = result.status !== undefined && result.status >= 200 && result.status < 300;
   const retryInMs = delivered || tries >= config.maxTries || result.blocked ? null : Math.min(config.retryMaxMs, config.retryBaseMs * 2 ** (tries - 1));
   const error = delivered ? null : (result.blocked ?? result.networkError ?? (result.timedOut ? "timed out" : `HTTP ${result.status}`));
+  span.setAttributes({ "http.response.status_code": result.status });
+  if (error !== null) span.fail(error);
+  span.end();
   const recorded = await sql.recordDeliveryTry(deps.pool, delivery.id, { delivered, status: result.status ?? null, error, retryInMs, durationMs: result.durationMs });
   if (!delivered) deps.logger.warn({ deliveryId: delivery.id, jobId: delivery.job_id, tries, error, retryInMs }, "webhook delivery failed");
   const outcome = delivered ? "delivered" : retryInMs === null ? "failed" : "retrying";
   return { tenantId: delivery.tenant_id, outcome, lagSeconds: delivered ? recorded.ageSeconds : null };
+}
+
+function hostOf(url: string): string | undefined {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return undefined;
+  }
 }

@@ -32,6 +32,9 @@ export interface StartedAttempt {
   due_at: Date;
   /** The job's queue's name (for the scheduling-lag metric). */
   queue: string;
+  /** The job's W3C trace context (#21): the attempt's call to the target is a child span of it. */
+  traceparent: string | null;
+  tracestate: string | null;
   lease_expires_at: Date;
   /** The database clock when the attempt started: the worker's time reference (never its own clock, S13). */
   db_now: Date;
@@ -76,7 +79,7 @@ export async function startAttempt(
        UPDATE jobs SET status = ${stateLiteral(start.to.start)}, version = version + 1, attempt_count = attempt_count + 1, updated_at = now()
         WHERE id IN (SELECT id FROM locked) AND EXISTS (SELECT 1 FROM attempt)
         RETURNING id AS job_id, tenant_id, shard, version, fencing_token::text, attempt_count, max_attempts, method, url, headers,
-                  body, timeout_ms, idempotency_key, schedule_id, occurrence_at, backoff, expires_at, dependency_key, due_at,
+                  body, timeout_ms, idempotency_key, schedule_id, occurrence_at, backoff, expires_at, dependency_key, due_at, traceparent, tracestate,
                   (SELECT q.name FROM queues q WHERE q.id = jobs.queue_id) AS queue
      )
      SELECT job.*, attempt.* FROM job, attempt`,
@@ -90,7 +93,7 @@ export async function startAttempt(
       `UPDATE jobs SET status = ${stateLiteral(start.to.start)}, version = version + 1, attempt_count = attempt_count + 1, updated_at = now()
         WHERE id = $2 AND ${statusIn("status", start.from)} AND version = $3 AND current_attempt_id = $1
         RETURNING id AS job_id, tenant_id, shard, version, fencing_token::text, attempt_count, max_attempts, method, url, headers,
-                  body, timeout_ms, idempotency_key, schedule_id, occurrence_at, backoff, expires_at, dependency_key, due_at,
+                  body, timeout_ms, idempotency_key, schedule_id, occurrence_at, backoff, expires_at, dependency_key, due_at, traceparent, tracestate,
                   (SELECT q.name FROM queues q WHERE q.id = jobs.queue_id) AS queue, replay_id`,
       [args.attemptId, args.jobId, args.version],
     );
@@ -148,7 +151,7 @@ export async function startAttempts(
          FROM attempt a
         WHERE j.id = a.locked_job_id
         RETURNING j.id AS job_id, j.tenant_id, j.shard, j.version, j.fencing_token::text, j.attempt_count, j.max_attempts, j.method, j.url, j.headers,
-                  j.body, j.timeout_ms, j.idempotency_key, j.schedule_id, j.occurrence_at, j.backoff, j.expires_at, j.dependency_key, j.due_at,
+                  j.body, j.timeout_ms, j.idempotency_key, j.schedule_id, j.occurrence_at, j.backoff, j.expires_at, j.dependency_key, j.due_at, j.traceparent, j.tracestate,
                   (SELECT q.name FROM queues q WHERE q.id = j.queue_id) AS queue
      )
      SELECT job.*, attempt.attempt_id, attempt.attempt_number, attempt.lease_expires_at, attempt.db_now
@@ -298,7 +301,7 @@ const COMPLETE_CTES = `job AS (
               result = CASE WHEN $5 = ${stateLiteral(complete.to.succeed)} THEN $9::jsonb ELSE result END
         WHERE id = $2 AND ${statusIn("status", complete.from)} AND version = $3 AND current_attempt_id = $1 AND fencing_token = $4::bigint
         RETURNING id, tenant_id, shard, queue_id, status, due_at, idempotency_key, attempt_count, result, last_error,
-                  metadata, schedule_id, finished_at, callback_url
+                  metadata, schedule_id, finished_at, callback_url, traceparent, tracestate
      ), attempt AS (
        UPDATE attempts SET status = CASE WHEN $5 = ${stateLiteral(complete.to.succeed)} THEN 'succeeded'::attempt_status ELSE 'failed'::attempt_status END,
               finished_at = now(), outcome = $7, http_status = $10, error = $8::jsonb, duration_ms = $11
@@ -374,7 +377,7 @@ export async function completeAttemptsAndNotify(db: Queryable, completions: read
         WHERE j.id = r.job_id AND ${statusIn("j.status", complete.from)} AND j.version = r.version AND j.current_attempt_id = r.attempt_id
           AND j.fencing_token = r.fencing_token
         RETURNING j.id, j.tenant_id, j.shard, j.queue_id, j.status, j.due_at, j.idempotency_key, j.attempt_count, j.result, j.last_error,
-                  j.metadata, j.schedule_id, j.finished_at, j.callback_url, r.attempt_id
+                  j.metadata, j.schedule_id, j.finished_at, j.callback_url, j.traceparent, j.tracestate, r.attempt_id
      ), attempt AS (
        UPDATE attempts a SET status = CASE WHEN r.target = ${stateLiteral(complete.to.succeed)} THEN 'succeeded'::attempt_status ELSE 'failed'::attempt_status END,
               finished_at = now(), outcome = r.outcome, http_status = r.http_status, error = r.error, duration_ms = r.duration_ms

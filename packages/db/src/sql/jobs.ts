@@ -37,6 +37,9 @@ export interface JobRow {
   occurrence_at: Date | null;
   replay_id: string | null;
   cancel_requested_at: Date | null;
+  /** W3C traceparent of the job's span (#21); null only for jobs created before traces existed. */
+  traceparent: string | null;
+  tracestate: string | null;
   created_at: Date;
   updated_at: Date;
   finished_at: Date | null;
@@ -65,6 +68,9 @@ export interface NewJob {
   dependency_key: string | null;
   callback_url: string | null;
   metadata: Record<string, unknown>;
+  /** The job's trace context (#21); null: the database starts a new trace (new_traceparent()). */
+  traceparent?: string | null;
+  tracestate?: string | null;
 }
 
 /**
@@ -84,7 +90,8 @@ export async function insertJobs(
        SELECT * FROM jsonb_to_recordset($3::jsonb) AS x(
               id uuid, queue_id uuid, run_at timestamptz, delay_ms bigint, expires_at timestamptz, priority int,
               idempotency_key text, request_hash text, method text, url text, headers jsonb, body text,
-              timeout_ms int, max_attempts int, backoff jsonb, dependency_key text, callback_url text, metadata jsonb)
+              timeout_ms int, max_attempts int, backoff jsonb, dependency_key text, callback_url text, metadata jsonb,
+              traceparent text, tracestate text)
      ), keys AS (
        INSERT INTO idempotency_keys (tenant_id, key, job_id, request_hash, expires_at)
        SELECT $1, x.idempotency_key, x.id, x.request_hash, now() + make_interval(secs => $4 / 1000.0)
@@ -94,13 +101,13 @@ export async function insertJobs(
      )
      INSERT INTO jobs (id, tenant_id, queue_id, shard, status, version, due_at, expires_at, priority,
                        idempotency_key, request_hash, idempotency_expires_at, method, url, headers, body,
-                       timeout_ms, max_attempts, backoff, dependency_key, callback_url, metadata, updated_at)
+                       timeout_ms, max_attempts, backoff, dependency_key, callback_url, metadata, traceparent, tracestate, updated_at)
      SELECT x.id, $1, x.queue_id, $2, ${stateLiteral(JOB_STATUS_WRITES.insertJobs.creates)}, 1,
             COALESCE(x.run_at, now() + make_interval(secs => x.delay_ms / 1000.0)), x.expires_at, x.priority,
             x.idempotency_key, x.request_hash,
             CASE WHEN x.idempotency_key IS NULL THEN NULL ELSE now() + make_interval(secs => $4 / 1000.0) END,
             x.method, x.url, x.headers, x.body, x.timeout_ms, x.max_attempts, x.backoff, x.dependency_key,
-            x.callback_url, x.metadata, now()
+            x.callback_url, x.metadata, coalesce(x.traceparent, new_traceparent()), x.tracestate, now()
        FROM x WHERE x.idempotency_key IS NULL OR x.id IN (SELECT job_id FROM keys)
      RETURNING *`,
     [tenant.id, tenant.shard, JSON.stringify(jobs), idempotencyTtlMs],

@@ -17,7 +17,8 @@ export const EVENT_FOR_STATUS: Record<string, WebhookEventType | undefined> = {
  * The statement parts that create the completion webhooks (deliveries and their outbox rows) of the jobs
  * `source` yields that are terminal: a callback URL and every enabled endpoint of the tenant subscribed to
  * the event. `source` is a SELECT of job rows, so a completion can pass its own UPDATE's RETURNING and do it
- * all in one statement. Idempotent per (job, event, url). Uses no parameters.
+ * all in one statement (it must return the columns used here, the job's traceparent and tracestate among
+ * them: each delivery keeps its job's trace). Idempotent per (job, event, url). Uses no parameters.
  */
 export function jobWebhookCtes(source: string): string {
   return `finished AS (
@@ -31,8 +32,8 @@ export function jobWebhookCtes(source: string): string {
        SELECT f.id, f.tenant_id, f.shard, f.event, e.url, e.id FROM finished f
          JOIN webhook_endpoints e ON e.tenant_id = f.tenant_id AND e.enabled AND f.event = ANY(e.events)
      ), deliveries AS (
-       INSERT INTO webhook_deliveries (id, tenant_id, endpoint_id, job_id, event, url, payload)
-       SELECT gen_random_uuid(), d.tenant_id, d.endpoint_id, d.job_id, d.event, d.url,
+       INSERT INTO webhook_deliveries (id, tenant_id, endpoint_id, job_id, event, url, traceparent, tracestate, payload)
+       SELECT gen_random_uuid(), d.tenant_id, d.endpoint_id, d.job_id, d.event, d.url, f.traceparent, f.tracestate,
               jsonb_build_object(
                 'type', d.event,
                 'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
@@ -75,12 +76,15 @@ export interface DeliveryToSend {
   status: string;
   attempts: number;
   secrets: string[];
+  /** The job's trace context (#21), null for a test delivery or one created before traces: each try is a child span. */
+  traceparent: string | null;
+  tracestate: string | null;
 }
 
 /** A pending delivery with the tenant's unexpired signing secrets (null if already delivered or failed). */
 export async function loadPendingDelivery(db: Queryable, deliveryId: string): Promise<DeliveryToSend | null> {
   const { rows } = await db.query<DeliveryToSend>(
-    `SELECT d.id, d.tenant_id, d.job_id, d.event, d.url, d.payload, d.status, d.attempts,
+    `SELECT d.id, d.tenant_id, d.job_id, d.event, d.url, d.payload, d.status, d.attempts, d.traceparent, d.tracestate,
             coalesce((SELECT array_agg(s.secret ORDER BY s.created_at DESC) FROM signing_secrets s
                        WHERE s.tenant_id = d.tenant_id AND (s.expires_at IS NULL OR s.expires_at > now())), '{}') AS secrets
        FROM webhook_deliveries d WHERE d.id = $1 AND d.status = 'pending'`,

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { AppError, decideIdempotency, dependencyOf, isTerminal, requestHash, toProblem, type Cidr, type Problem } from "@tick/core";
+import { AppError, decideIdempotency, dependencyOf, formatTraceparent, isTerminal, requestHash, toProblem, type Cidr, type Problem, type TraceContext } from "@tick/core";
 import { createJobSchema, type CancelOutcome, type CreateJob, type Job } from "@tick/contract";
 import { inTransaction, isCommitOutcomeUnknown, isDatabaseUnavailable, sql } from "@tick/db";
 import type pg from "pg";
@@ -49,11 +49,13 @@ const failure = (err: unknown): CreateOutcome => {
  * Creates jobs (one, or a batch of up to 1,000) for one tenant. Per item: validation, SSRF check,
  * admission (token bucket), idempotency (same key + same body → the original job; same key + other
  * body → 422), the pending-job quota, and the insert, all in one transaction. A 201 means committed.
+ * The created jobs keep `trace` (the request's trace context, #21), or a new trace each when it is null.
  */
 export async function createJobs(
   deps: JobServiceDeps,
   principal: ApiPrincipal,
   items: CreateItem[],
+  trace: TraceContext | null = null,
 ): Promise<{ outcomes: CreateOutcome[]; admission: AdmissionResult | null }> {
   const tenant = principal.tenant;
   const outcomes = new Array<CreateOutcome | undefined>(items.length);
@@ -101,7 +103,7 @@ export async function createJobs(
   // 3. One transaction: idempotency, quota, insert.
   if (admitted.length) {
     try {
-      await inTransaction(deps.pool, (client) => resolveInTransaction(client, deps, principal, admitted, outcomes));
+      await inTransaction(deps.pool, (client) => resolveInTransaction(client, deps, principal, admitted, outcomes, trace));
     } catch (err) {
       // Before COMMIT was sent nothing exists; if the connection broke during COMMIT we cannot know.
       if (isCommitOutcomeUnknown(err)) {
@@ -132,6 +134,7 @@ async function resolveInTransaction(
   principal: ApiPrincipal,
   items: Prepared[],
   outcomes: (CreateOutcome | undefined)[],
+  trace: TraceContext | null,
 ): Promise<void> {
   const tenant = principal.tenant;
   const keys = [...new Set(items.flatMap((p) => (p.key ? [p.key] : [])))];
@@ -178,6 +181,8 @@ async function resolveInTransaction(
   if (!fresh.length) return;
 
   const ids = new Map<Prepared, string>(fresh.map((p) => [p, randomUUID()]));
+  const traceparent = trace ? formatTraceparent(trace) : null;
+  const tracestate = trace?.traceState ?? null;
   const inserted = await sql.insertJobs(
     client,
     tenant,
@@ -203,6 +208,8 @@ async function resolveInTransaction(
         dependency_key: dependencyOf(j.target.url, j.dependencyKey),
         callback_url: j.callbackUrl ?? null,
         metadata: j.metadata,
+        traceparent,
+        tracestate,
       };
     }),
     deps.idempotencyTtlMs,

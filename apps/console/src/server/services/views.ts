@@ -27,6 +27,7 @@ export function jobView(row: sql.JobRow, queueName = row.queue_name ?? ""): Job 
     occurrenceAt: iso(row.occurrence_at),
     replayId: row.replay_id,
     cancelRequestedAt: iso(row.cancel_requested_at),
+    trace: row.traceparent ? { traceId: row.traceparent.slice(3, 35), traceparent: row.traceparent, tracestate: row.tracestate } : null,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
     finishedAt: iso(row.finished_at),

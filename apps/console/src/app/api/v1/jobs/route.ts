@@ -5,23 +5,33 @@ import { fetchKeysetPage } from "@/server/api/keyset-cursor";
 import { createJobs } from "@/server/services/jobs";
 import { jobView } from "@/server/services/views";
 import { getContext } from "@/server/context";
+import { endCreateSpan, traceCreate } from "@/server/tracing";
 import { sql } from "@tick/db";
 
 export const dynamic = "force-dynamic";
 
 export const POST = apiRoute(
   "createJob",
-  async ({ principal, body, idempotencyKey }) => {
-    // The body is validated inside createJobs (shared with batch), which also hashes it for idempotency.
-    const { outcomes, admission } = await createJobs(getJobDeps(), principal, [{ input: body, idempotencyKey }]);
-    const outcome = outcomes[0]!;
-    const headers = admission ? rateLimitHeaders(admission) : {};
-    if ("error" in outcome) throw Object.assign(outcome.cause as Error, { headers });
-    return {
-      status: outcome.status,
-      body: outcome.job,
-      headers: { ...headers, ...(outcome.replayed ? { "Idempotent-Replayed": "true" } : {}), Location: `/api/v1/jobs/${outcome.job.id}` },
-    };
+  async ({ principal, body, idempotencyKey, request }) => {
+    // The job keeps the request's trace (its traceparent header, or the "create job" span when tracing is on).
+    const trace = await traceCreate(request, "create job", { "http.route": "/api/v1/jobs", "tick.tenant.id": principal.tenant.id });
+    try {
+      // The body is validated inside createJobs (shared with batch), which also hashes it for idempotency.
+      const { outcomes, admission } = await createJobs(getJobDeps(), principal, [{ input: body, idempotencyKey }], trace.stored);
+      const outcome = outcomes[0]!;
+      const headers = admission ? rateLimitHeaders(admission) : {};
+      if ("error" in outcome) throw Object.assign(outcome.cause as Error, { headers });
+      trace.span?.setAttributes({ "tick.job.id": outcome.job.id, "tick.job.replayed": outcome.replayed });
+      endCreateSpan(trace.span, outcome.status);
+      return {
+        status: outcome.status,
+        body: outcome.job,
+        headers: { ...headers, ...(outcome.replayed ? { "Idempotent-Replayed": "true" } : {}), Location: `/api/v1/jobs/${outcome.job.id}` },
+      };
+    } catch (err) {
+      endCreateSpan(trace.span, err);
+      throw err;
+    }
   },
   { rawBody: true },
 );

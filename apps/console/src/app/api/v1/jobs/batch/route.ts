@@ -3,12 +3,13 @@ import { getJobDeps } from "@/server/api/deps";
 import { rateLimitHeaders } from "@/server/api/admission";
 import { apiRoute } from "@/server/api/route";
 import { createJobs } from "@/server/services/jobs";
+import { endCreateSpan, traceCreate } from "@/server/tracing";
 
 export const dynamic = "force-dynamic";
 
 export const POST = apiRoute(
   "createJobsBatch",
-  async ({ principal, body }) => {
+  async ({ principal, body, request }) => {
     // Items are validated one by one so one bad item does not sink the other 999.
     const raw = body as unknown as { jobs?: unknown };
     if (!raw || typeof raw !== "object" || !Array.isArray(raw.jobs) || raw.jobs.length < 1 || raw.jobs.length > 1000) {
@@ -28,7 +29,18 @@ export const POST = apiRoute(
         invalid: new AppError("validation_failed", `idempotencyKey ${message}.`, { extra: { errors: [{ path: "idempotencyKey", message }] } }),
       };
     });
-    const { outcomes, admission } = await createJobs(getJobDeps(), principal, items);
+    // Every job of the batch keeps the request's trace when it has one (or tracing is on); else each starts its own.
+    const trace = await traceCreate(request, "create jobs", { "http.route": "/api/v1/jobs/batch", "tick.tenant.id": principal.tenant.id, "tick.jobs.count": items.length });
+    let created;
+    try {
+      created = await createJobs(getJobDeps(), principal, items, trace.stored);
+    } catch (err) {
+      endCreateSpan(trace.span, err);
+      throw err;
+    }
+    const { outcomes, admission } = created;
+    trace.span?.setAttributes({ "tick.jobs.created": outcomes.filter((o) => o.status === 201).length });
+    endCreateSpan(trace.span, 200);
     return {
       status: 200,
       body: {
