@@ -35,6 +35,13 @@ export const HEALTH_PORT: Record<AppName, { variable: string | null; fallback: n
   worker: { variable: "WORKER_HEALTH_PORT", fallback: 9465 },
 };
 
+/** The port each app serves Prometheus' /metrics on: the health port, and the console's side port (never its HTTP port). */
+export const METRICS_PORT: Record<AppName, { variable: string; fallback: number }> = {
+  console: { variable: "CONSOLE_METRICS_PORT", fallback: 9466 },
+  scheduler: { variable: "SCHEDULER_HEALTH_PORT", fallback: 9464 },
+  worker: { variable: "WORKER_HEALTH_PORT", fallback: 9465 },
+};
+
 /**
  * Problems of one container's environment against its app's schema: variables the app does not know (a typo
  * there is a setting silently ignored), and whatever its schema refuses (a required variable not set, a bad value).

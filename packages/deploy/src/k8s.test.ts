@@ -1,6 +1,6 @@
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { appOf, envProblems, HEALTH_PORT } from "./apps.js";
+import { appOf, envProblems, HEALTH_PORT, METRICS_PORT } from "./apps.js";
 import { render, validate, type Container, type K8sObject } from "./k8s.js";
 import { REPO } from "./paths.js";
 import { documentedMetrics, isExported, readPromql } from "./promql.js";
@@ -77,6 +77,18 @@ describe("infra/k8s (Kustomize base and overlays)", () => {
       const named = (p: string | number | undefined) => (typeof p === "string" ? c.ports?.find((x) => x.name === p)?.containerPort : p);
       expect([c.livenessProbe?.httpGet.path, named(c.livenessProbe?.httpGet.port)], d.metadata.name).toEqual(["/healthz", port]);
       expect([c.readinessProbe?.httpGet.path, named(c.readinessProbe?.httpGet.port)], d.metadata.name).toEqual(["/readyz", port]);
+    }
+  });
+
+  it.each(OVERLAYS)("%s: every app's pods are scraped by Prometheus at the port its /metrics listens on, a named containerPort", (overlay) => {
+    for (const d of ofKind(rendered[overlay], "Deployment")) {
+      const c = firstContainer(d);
+      const app = appOf(c.command)!;
+      const { variable, fallback } = METRICS_PORT[app];
+      const port = Number(containerEnv(rendered[overlay], c)[variable] ?? fallback);
+      const annotations = d.spec?.template?.metadata.annotations ?? {};
+      expect([annotations["prometheus.io/scrape"], annotations["prometheus.io/port"], annotations["prometheus.io/path"]], d.metadata.name).toEqual(["true", String(port), "/metrics"]);
+      expect(c.ports?.some((p) => p.containerPort === port && p.name), `${d.metadata.name}: a named containerPort ${port}`).toBe(true);
     }
   });
 

@@ -56,7 +56,7 @@ export interface Container {
 /** The fields of the kinds here that the checks read (each kind's full schema is checked by validate()). */
 export interface Spec {
   replicas?: number;
-  template?: { metadata: { labels: Record<string, string> }; spec: { containers: Container[] } };
+  template?: { metadata: { labels: Record<string, string>; annotations?: Record<string, string> }; spec: { containers: Container[] } };
   /** A Service's selector is a label map; a workload's or a budget's has matchLabels. */
   selector?: Record<string, string> & { matchLabels?: Record<string, string> };
   instances?: number;
