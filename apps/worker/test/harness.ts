@@ -21,7 +21,11 @@ export interface ProcessWorld {
   startWorker(env?: Record<string, string>): Promise<RunningProcess & { healthPort: number }>;
   createTenant(): Promise<{ id: string; queueId: string; shard: number }>;
   /** Creates a job as the API would (row, then the due-index note), due now. */
-  createJob(tenant: { id: string; queueId: string; shard: number }, url: string, options?: { maxAttempts?: number; idempotencyKey?: string; callbackUrl?: string; expiresInMs?: number }): Promise<string>;
+  createJob(
+    tenant: { id: string; queueId: string; shard: number },
+    url: string,
+    options?: { maxAttempts?: number; idempotencyKey?: string; callbackUrl?: string; expiresInMs?: number; headers?: Record<string, string>; traceparent?: string; tracestate?: string },
+  ): Promise<string>;
   job(id: string): Promise<{ status: string; attempt_count: number; version: number }>;
   attempts(jobId: string): Promise<{ id: string; status: string; fencing_token: string; late_completions: number }[]>;
   close(): Promise<void>;
@@ -91,7 +95,7 @@ export async function createProcessWorld(): Promise<ProcessWorld> {
           request_hash: options.idempotencyKey ? "test" : null,
           method: "POST",
           url,
-          headers: {},
+          headers: options.headers ?? {},
           body: "{}",
           timeout_ms: 30_000,
           max_attempts: options.maxAttempts ?? 5,
@@ -99,6 +103,8 @@ export async function createProcessWorld(): Promise<ProcessWorld> {
           dependency_key: dependencyOf(url, null),
           callback_url: options.callbackUrl ?? null,
           metadata: {},
+          traceparent: options.traceparent ?? null,
+          tracestate: options.tracestate ?? null,
         },
       ], 86_400_000);
       await dueIndex.noteDue(tenant.shard, tenant.id, row!.due_at.getTime());
