@@ -19,7 +19,8 @@ export interface TraceContext {
 
 export const TRACE_FLAG_SAMPLED = 0x01;
 
-const HEX = /^[0-9a-f]+$/;
+// version-traceid-parentid-flags, then what a later version may add; optional whitespace around the value.
+const TRACEPARENT = /^[ \t]*([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(.*?)[ \t]*$/;
 const ZERO_TRACE_ID = "0".repeat(32);
 const ZERO_SPAN_ID = "0".repeat(16);
 
@@ -31,17 +32,11 @@ const ZERO_SPAN_ID = "0".repeat(16);
  * Flags other than `sampled` are dropped (version 00 says to propagate them as zero).
  */
 export function parseTraceparent(header: string | null | undefined): Omit<TraceContext, "traceState"> | null {
-  if (typeof header !== "string") return null;
-  const value = header.trim();
-  if (value.length < 55) return null;
-  const version = value.slice(0, 2);
-  if (!HEX.test(version) || version === "ff") return null;
-  if (version === "00" ? value.length !== 55 : value.length > 55 && value[55] !== "-") return null;
-  if (value[2] !== "-" || value[35] !== "-" || value[52] !== "-") return null;
-  const traceId = value.slice(3, 35);
-  const spanId = value.slice(36, 52);
-  const flags = value.slice(53, 55);
-  if (!HEX.test(traceId) || !HEX.test(spanId) || !HEX.test(flags)) return null;
+  if (typeof header !== "string" || header.length < 55) return null;
+  const m = TRACEPARENT.exec(header);
+  if (!m) return null;
+  const [, version, traceId, spanId, flags, rest] = m as unknown as [string, string, string, string, string, string];
+  if (version === "ff" || (version === "00" ? rest !== "" : rest !== "" && rest[0] !== "-")) return null;
   if (traceId === ZERO_TRACE_ID || spanId === ZERO_SPAN_ID) return null;
   return { traceId, spanId, flags: parseInt(flags, 16) & TRACE_FLAG_SAMPLED };
 }

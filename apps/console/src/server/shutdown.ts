@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { installGracefulShutdown, storeLifecycle } from "@tick/runtime";
 import { getContext } from "./context";
 import { isMetricsPort, metricsServerStopSteps } from "./metrics-server";
+import { stopTracing } from "./tracing";
 
 function closeServer(server: Server): Promise<void> {
   return new Promise((resolve) => server.close(() => resolve()));
@@ -13,7 +14,7 @@ function closeServer(server: Server): Promise<void> {
  * The console's clean stop, used when NEXT_MANUAL_SIG_HANDLE is set (npm start and the console's
  * `start` script set it): `next start`'s own handler exits 130/143 after SIGINT/SIGTERM, which a
  * supervisor reads as a failure. Here the HTTP server stops accepting and finishes the requests in
- * flight, Redis and the database pools close, the metrics side server closes, "stopped" is logged and
+ * flight, buffered spans are exported (when tracing is on), Redis and the database pools close, the metrics side server closes, "stopped" is logged and
  * the process exits 0; a second signal or 15 s exits 1, as the scheduler and worker do.
  */
 export function installConsoleShutdown(): void {
@@ -32,6 +33,8 @@ export function installConsoleShutdown(): void {
       metricsServer.failReadiness,
       { name: "finish requests in flight", run: async () => void (await Promise.all([...servers].map(closeServer))) },
       metricsServer.stopProbe,
+      // After the requests: their "create job" spans are exported too (bounded: 3 s at most).
+      { name: "export buffered spans", run: () => stopTracing() },
       ...storeLifecycle(app.pool, app.redis).stop,
       { name: "close prisma", run: () => app.prisma.$disconnect() },
       metricsServer.close,
