@@ -7,9 +7,10 @@
 //   3. the fault-injection suite's short profile (packages/chaos): the real console, schedulers and
 //      workers under a mixed workload while every seed scenario's fault is injected, then the
 //      invariant checker (one test; seed TICK_CHAOS_SEED, default 1, so a failure replays)
-//      then the Postgres failover test with a real HA stack (packages/chaos/src/failover, docs/failover.md):
-//      Patroni, etcd and HAProxy (Debian packages) under the real apps, the primary killed under load with
-//      synchronous and then asynchronous replication; prints RPO and RTO (one test)
+//      then the failover tests with a real HA stack (packages/chaos/src/failover, docs/failover.md):
+//      Patroni, etcd and HAProxy (Debian packages) under the real apps; S3, the primary killed under load
+//      with synchronous and then asynchronous replication; S18, a whole region lost and back; prints RPO
+//      and RTO (one test, about 3 minutes)
 //   4. end to end: the product is started with `npm start` on spare ports against a fresh database,
 //      Playwright drives it over HTTP and in chromium, then it gets a Ctrl-C (SIGINT to its process
 //      group) and must exit 0, every app having logged a clean stop and gone.
@@ -105,9 +106,9 @@ async function chaos(env) {
   log(`fault-injection suite: ${code === 0 ? "passed" : `FAILED (exit ${code})`}`);
 }
 
-/** The failover test (S3): needs patroni, etcd-server, haproxy and PostgreSQL 15; a missing one fails it, by name. */
+/** The failover tests (S3, S18): need patroni, etcd-server, haproxy and PostgreSQL 15; a missing one fails them, by name. */
 async function failover(env) {
-  log("Postgres failover test with Patroni, etcd and HAProxy (S3)");
+  log("failover tests with Patroni, etcd and HAProxy (S3: the Postgres primary lost; S18: a region lost)");
   const { ensureRedisServerBinary } = await import("./lib/services.mjs");
   try {
     ensureRedisServerBinary(log); // its apps get a redis-server of their own, as the chaos suite's do

@@ -207,6 +207,9 @@ export async function startCluster(options: {
     members,
     adminRedis,
     byRole: (role: Role) => [...members.values()].filter((m) => m.role === role),
+    /** The console's and redis-server's processes (the region failover test freezes them with their region). */
+    consoleProcess: () => consoleProc,
+    redisProcess: () => redisProc,
     alive,
     kill(m: Member) {
       m.proc.child.kill("SIGKILL");

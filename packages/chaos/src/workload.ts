@@ -41,9 +41,9 @@ export async function createTenant(
   consoleUrl: string,
   name: string,
   limits: { admissionRate: number; admissionBurst: number; maxInFlight: number },
-  fetchFn?: typeof fetch,
+  options: { fetch?: typeof fetch; id?: string } = {},
 ): Promise<Tenant> {
-  const id = crypto.randomUUID();
+  const id = options.id ?? crypto.randomUUID();
   await pool.query(
     `INSERT INTO tenants (id, slug, name, shard, admission_rate, admission_burst, max_in_flight, updated_at) VALUES ($1, $2, $2, $3, $4, $5, $6, now())`,
     [id, name, shardForTenant(id, SHARDS), limits.admissionRate, limits.admissionBurst, limits.maxInFlight],
@@ -51,7 +51,7 @@ export async function createTenant(
   await pool.query(`INSERT INTO queues (id, tenant_id, name, updated_at) VALUES (gen_random_uuid(), $1, 'default', now())`, [id]);
   const { key, prefix, hash } = generateApiKey();
   await pool.query(`INSERT INTO api_keys (id, tenant_id, name, prefix, hash, scopes) VALUES (gen_random_uuid(), $1, 'chaos', $2, $3, ARRAY['admin'])`, [id, prefix, hash]);
-  return { id, name, client: createTickClient({ baseUrl: consoleUrl, apiKey: key, ...(fetchFn ? { fetch: fetchFn } : {}) }) };
+  return { id, name, client: createTickClient({ baseUrl: consoleUrl, apiKey: key, ...(options.fetch ? { fetch: options.fetch } : {}) }) };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

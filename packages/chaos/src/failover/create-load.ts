@@ -90,7 +90,7 @@ export function startCreateLoad(options: { tenant: Tenant; sink: ChaosSink; rand
   }
 
   async function create(kind: OpKind): Promise<void> {
-    const key = `failover-${kind}-${++seq}`;
+    const key = `${tenant.name}-${kind}-${++seq}`;
     const delayMs = kind === "delayed" ? random.int(1_000, 4_000) : undefined;
     const op: Op = { key, tenant: tenant.name, kind, phase, createdAt: Date.now(), jobId: null, createRetries: 0, cancel: null, ...(delayMs === undefined ? {} : { delayMs }) };
     ops.push(op);

@@ -5,10 +5,12 @@ import { seededRandom } from "../random.js";
 import type { TryOutcome } from "./create-load.js";
 import { findHaBinaries, stopAllStacks } from "./ha-stack.js";
 import { runPostgresFailover, type FailoverRun } from "./postgres-failover.js";
+import { runRegionFailover, type RegionFailoverReport } from "./region-failover.js";
 
-// node packages/chaos/dist/failover/main.js [--seed N] [--json file]
+// node packages/chaos/dist/failover/main.js [--seed N] [--json file] [--scenario s3|s18|all]
 // The failover tests with a real HA stack (docs/failover.md): S3, the Postgres primary's loss under
-// Patroni, with synchronous then asynchronous replication. Prints RPO and RTO; exits 1 on a broken invariant.
+// Patroni, with synchronous then asynchronous replication; S18, a whole region lost and back. Prints RPO
+// and RTO; exits 1 on a broken invariant.
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -39,34 +41,66 @@ function table(runs: FailoverRun[]): string {
   return [fmt(head), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...lines.map(fmt)].join("\n");
 }
 
+function printRegion(r: RegionFailoverReport) {
+  process.stdout.write(
+    `\nS18, region a lost and back (Patroni ttl ${r.timings.ttl} s; shard leases 3 s):\n` +
+      `| RTO (ms) | shard takeover (ms) | 503 during the gap | hangs | acknowledged | RPO | duplicate effects | raw duplicate deliveries | stale writes refused (after a's return) | hand-back (ms) |\n` +
+      `|---|---|---|---|---|---|---|---|---|---|\n` +
+      `| ${r.rtoMs ?? "never"} | ${r.shardTakeoverMs ?? "never"} | ${r.during.database_unavailable + r.during.outcome_unknown} | ${r.during.timeout} | ${r.acknowledged} | ${r.rpoJobs} | ${r.duplicateEffects} | ${r.rawDuplicateDeliveries} | ${r.staleWritesRefused.total} (${r.staleWritesRefused.afterReturn}) | ${r.handBackMs ?? "never"} |\n\n`,
+  );
+  log(`S18: shard epochs (before → takeover by b → handed back to a): ${r.epochs.map((e) => `${e.shard}: ${e.before} → ${e.takeover ?? "-"} → ${e.handedBack ?? "-"}`).join(", ")}`);
+  log(
+    `S18: ${r.overdueReleased.jobs} jobs of region a's shards fell due during the loss; the first was dispatched ${r.overdueReleased.firstAfterLossMs ?? "-"} ms after the loss, the last ${r.overdueReleased.spreadMs ?? "-"} ms after the first; ` +
+      `max start lag ${r.maxStartLagMs ?? "-"} ms (bound ${r.startLagBoundMs ?? "-"}); old primary back as a standby: ${r.oldPrimaryRejoinedAsStandby}`,
+  );
+  log(`S18: catch-up: ${r.catchUp.jobs} jobs due while region a was down released in ${r.catchUp.releaseMs ?? "-"} ms (${r.catchUp.perSecond ?? "-"}/s; SCHEDULER_DISPATCH_RATE ${r.catchUp.dispatchRate}/s)`);
+  log(`S18: every create try: ${JSON.stringify(r.outcomes)}`);
+  log(`S18: facts: ${JSON.stringify(r.facts)}`);
+  process.stdout.write(`${JSON.stringify({ scenario: "S18", rtoMs: r.rtoMs, shardTakeoverMs: r.shardTakeoverMs, rpoJobs: r.rpoJobs, acknowledged: r.acknowledged, duplicateEffects: r.duplicateEffects, handBackMs: r.handBackMs, staleWritesRefused: r.staleWritesRefused, violations: r.violations.length })}\n`);
+}
+
 async function main() {
   const seed = Number(arg("seed") ?? 1);
   const json = arg("json");
+  const scenario = arg("scenario") ?? "all";
+  if (!["s3", "s18", "all"].includes(scenario)) throw new Error(`--scenario: s3, s18 or all (got ${scenario})`);
   const bins = findHaBinaries(); // a missing package is a failure that names it, never a skip
   log(`seed ${seed}; patroni ${bins.patroni}, etcd ${bins.etcd}, haproxy ${bins.haproxy}, PostgreSQL ${bins.pgBinDir}`);
   const logDir = path.join(process.cwd(), ".data", "failover", `seed-${seed}-${new Date().toISOString().replace(/[:.]/g, "-")}`);
   log(`process logs: ${logDir}`);
-  const s3 = await runPostgresFailover({ log, logDir, random: seededRandom(seed) });
-  process.stdout.write(`\nS3, Postgres primary lost (Patroni ttl ${s3.timings.ttl} s, loop_wait ${s3.timings.loopWait} s; HAProxy check every ${s3.timings.checkInterval}):\n${table(s3.runs)}\n\n`);
-  for (const r of s3.runs) {
-    log(
-      `${r.name}: RPO ${r.rpoJobs} acknowledged job(s) lost${r.rpoKeys.length ? ` (${r.rpoKeys.slice(0, 10).join(", ")})` : ""}; RTO ${r.rtoMs ?? "never"} ms; ` +
-        `standby flush lag under load: at most ${r.standbyFlushLagBytes.max ?? "?"} bytes, ${r.standbyFlushLagBytes.atKill ?? "?"} at the kill; ` +
-        `slowest refusal ${r.slowestRefusalMs ?? "-"} ms; ${r.acknowledgedAfterRetry} creates refused during the gap were acknowledged on a retry with their key; ` +
-        `max start lag ${r.maxStartLagMs ?? "-"} ms (bound ${r.startLagBoundMs ?? "-"})${r.oldPrimaryRejoinedAsStandby === null ? "" : `; old primary back as a standby: ${r.oldPrimaryRejoinedAsStandby}`}`,
-    );
+  const violations: string[] = [];
+  const report: Record<string, unknown> = { seed, machine: { cpus: os.cpus().length, node: process.version } };
+  if (scenario !== "s18") {
+    const s3 = await runPostgresFailover({ log, logDir, random: seededRandom(seed) });
+    process.stdout.write(`\nS3, Postgres primary lost (Patroni ttl ${s3.timings.ttl} s, loop_wait ${s3.timings.loopWait} s; HAProxy check every ${s3.timings.checkInterval}):\n${table(s3.runs)}\n\n`);
+    for (const r of s3.runs) {
+      log(
+        `${r.name}: RPO ${r.rpoJobs} acknowledged job(s) lost${r.rpoKeys.length ? ` (${r.rpoKeys.slice(0, 10).join(", ")})` : ""}; RTO ${r.rtoMs ?? "never"} ms; ` +
+          `standby flush lag under load: at most ${r.standbyFlushLagBytes.max ?? "?"} bytes, ${r.standbyFlushLagBytes.atKill ?? "?"} at the kill; ` +
+          `slowest refusal ${r.slowestRefusalMs ?? "-"} ms; ${r.acknowledgedAfterRetry} creates refused during the gap were acknowledged on a retry with their key; ` +
+          `max start lag ${r.maxStartLagMs ?? "-"} ms (bound ${r.startLagBoundMs ?? "-"})${r.oldPrimaryRejoinedAsStandby === null ? "" : `; old primary back as a standby: ${r.oldPrimaryRejoinedAsStandby}`}`,
+      );
+    }
+    log(`every create try: ${JSON.stringify(s3.outcomes)}`);
+    log(`facts: ${JSON.stringify(s3.facts)}`);
+    process.stdout.write(`${JSON.stringify({ scenario: "S3", runs: s3.runs.map(({ rpoKeys: _k, ...r }) => r), violations: s3.violations.length })}\n`);
+    report.s3 = s3;
+    violations.push(...s3.violations.map((v) => `S3: ${v}`));
   }
-  log(`every create try: ${JSON.stringify(s3.outcomes)}`);
-  log(`facts: ${JSON.stringify(s3.facts)}`);
-  const report = { seed, durationMs: Date.now() - started, machine: { cpus: os.cpus().length, node: process.version }, s3 };
-  process.stdout.write(`${JSON.stringify({ scenario: "S3", runs: s3.runs.map(({ rpoKeys: _k, ...r }) => r), violations: s3.violations.length })}\n`);
+  if (scenario !== "s3") {
+    const s18 = await runRegionFailover({ log, logDir, random: seededRandom(seed + 1) });
+    printRegion(s18);
+    report.s18 = s18;
+    violations.push(...s18.violations.map((v) => `S18: ${v}`));
+  }
+  report.durationMs = Date.now() - started;
   if (json) {
     fs.mkdirSync(path.dirname(json), { recursive: true });
     fs.writeFileSync(json, JSON.stringify(report, null, 2));
   }
-  if (s3.violations.length) {
-    log(`FAILED: ${s3.violations.length} violations:`);
-    for (const v of s3.violations.slice(0, 50)) log(`  ${v}`);
+  if (violations.length) {
+    log(`FAILED: ${violations.length} violations:`);
+    for (const v of violations.slice(0, 50)) log(`  ${v}`);
     return 1;
   }
   log("passed");

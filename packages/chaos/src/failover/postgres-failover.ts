@@ -7,7 +7,7 @@ import { checkInvariants, type PhaseRun } from "../checker.js";
 import { LEASE_TTL_MS, startCluster, type Cluster } from "../cluster.js";
 import type { Random } from "../random.js";
 import { startChaosSink, type ChaosSink } from "../sink.js";
-import { createTenant } from "../workload.js";
+import { createTenant, type Op } from "../workload.js";
 import { countOutcomes, fetchWithTimeout, measureGap, startCreateLoad, type CreateLoad, type TryOutcome } from "./create-load.js";
 import { createHaStack, TEST_TIMINGS, type HaStack, type PatroniMember } from "./ha-stack.js";
 
@@ -66,7 +66,7 @@ export interface PostgresFailoverReport {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+export async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
   const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
   c.on("error", () => {});
   await c.connect();
@@ -85,7 +85,7 @@ async function standbyFlushLag(stack: HaStack, primary: PatroniMember): Promise<
   }).catch(() => null);
 }
 
-async function isInRecovery(stack: HaStack, m: PatroniMember): Promise<boolean> {
+export async function isInRecovery(stack: HaStack, m: PatroniMember): Promise<boolean> {
   return withClient(stack.memberUrl(m, "postgres"), async (c) => (await c.query<{ r: boolean }>("SELECT pg_is_in_recovery() AS r")).rows[0]!.r);
 }
 
@@ -119,7 +119,7 @@ export async function runPostgresFailover(options: { log: (line: string) => void
 
     cluster = await startCluster({ schedulers: 2, workers: 2, log, logDir: options.logDir, database: { url: databaseUrl, name: "tick", drop: async () => {} } });
     sink = await startChaosSink(random.next);
-    const tenant = await createTenant(cluster.pool, cluster.consoleUrl, "failover", { admissionRate: 1_000, admissionBurst: 1_000, maxInFlight: 200 }, fetchWithTimeout);
+    const tenant = await createTenant(cluster.pool, cluster.consoleUrl, "failover", { admissionRate: 1_000, admissionBurst: 1_000, maxInFlight: 200 }, { fetch: fetchWithTimeout });
     load = startCreateLoad({ tenant, sink, random, intervalMs: 100, maxOutstanding: 400 });
     const phases: PhaseRun[] = [];
     const beginPhase = (name: string, faultMs: number | null) => {
@@ -198,25 +198,11 @@ export async function runPostgresFailover(options: { log: (line: string) => void
     phase.endedAt = Date.now();
 
     log("drain: load stopped, waiting for every job to finish");
-    const deadline = Date.now() + 120_000;
-    for (;;) {
-      const { rows } = await cluster.pool.query<{ live: string; outbox: string }>(
-        `SELECT (SELECT count(*) FROM jobs WHERE status IN ('scheduled', 'dispatched', 'running')) AS live, (SELECT count(*) FROM outbox WHERE published_at IS NULL) AS outbox`,
-      );
-      if (Number(rows[0]!.live) === 0 && Number(rows[0]!.outbox) === 0) break;
-      if (Date.now() > deadline) {
-        log(`drain timed out: ${rows[0]!.live} live jobs, ${rows[0]!.outbox} unpublished outbox rows`);
-        break;
-      }
-      await sleep(500);
-    }
-    await sleep(1_000);
+    await drainJobs(cluster.pool, log);
 
     // RPO: acknowledged creates whose job is gone after the failover.
     const acked = load.ops.filter((o) => o.jobId);
-    const { rows: found } = await cluster.pool.query<{ id: string }>(`SELECT id FROM history.jobs_all WHERE id = ANY($1::uuid[])`, [acked.map((o) => o.jobId)]);
-    const present = new Set(found.map((r) => r.id));
-    const missing = acked.filter((o) => !present.has(o.jobId!));
+    const missing = await missingJobs(cluster.pool, acked);
 
     const verdict = await checkInvariants({
       pool: cluster.pool,
@@ -269,6 +255,30 @@ export async function runPostgresFailover(options: { log: (line: string) => void
     await sink?.close();
     await stack.stop().catch((err: unknown) => log(`stopping the HA stack failed: ${String(err)}`));
   }
+}
+
+/** Waits (up to 2 minutes) until no job is live and the outbox is published. */
+export async function drainJobs(pool: pg.Pool, log: (line: string) => void) {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const { rows } = await pool.query<{ live: string; outbox: string }>(
+      `SELECT (SELECT count(*) FROM jobs WHERE status IN ('scheduled', 'dispatched', 'running')) AS live, (SELECT count(*) FROM outbox WHERE published_at IS NULL) AS outbox`,
+    );
+    if (Number(rows[0]!.live) === 0 && Number(rows[0]!.outbox) === 0) break;
+    if (Date.now() > deadline) {
+      log(`drain timed out: ${rows[0]!.live} live jobs, ${rows[0]!.outbox} unpublished outbox rows`);
+      break;
+    }
+    await sleep(500);
+  }
+  await sleep(1_000); // completion webhooks of the last jobs
+}
+
+/** Acknowledged creates whose job is not in the database (RPO). */
+export async function missingJobs(pool: pg.Pool, acked: Op[]): Promise<Op[]> {
+  const { rows } = await pool.query<{ id: string }>(`SELECT id FROM history.jobs_all WHERE id = ANY($1::uuid[])`, [acked.map((o) => o.jobId)]);
+  const present = new Set(rows.map((r) => r.id));
+  return acked.filter((o) => !present.has(o.jobId!));
 }
 
 async function waitSetting(stack: HaStack, m: PatroniMember, name: string, value: string) {
