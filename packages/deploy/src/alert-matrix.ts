@@ -285,7 +285,7 @@ export const INCIDENTS: Incident[] = [
       publishFailures: (_s, t) => (t >= T0 ? 0.1 : 0),
       outbox: (t) => (t >= T0 ? { backlog: 4 + Math.min(2000, 9 * (t - T0)), lag: t - T0 } : { backlog: 4, lag: 0.3 }),
     }),
-    fires: [{ alert: "TickOutboxNotDraining", at: T0 + min(10), labels: {}, summary: "The outbox is not draining: messages committed to Postgres are not reaching the broker", description: "The oldest unpublished outbox row is 10m 0s old and 2004 rows wait; 12.0 publish batches fail per minute, though every process reaches Redis and Postgres. Nothing is lost (the rows are durable); webhooks and re-published attempts are late." }],
+    fires: [{ alert: "TickOutboxNotDraining", at: T0 + min(10), labels: {}, summary: "The outbox is not draining: messages committed to Postgres are not reaching the broker", description: "The oldest unpublished outbox row is 10m 0s old and 2004 rows wait; 12.0 publish batches fail per minute, though Redis and Postgres are up. Nothing is lost (the rows are durable); webhooks and re-published attempts are late." }],
   },
   {
     name: "S10 Redis is down: no PONG for anyone, the outbox grows, dispatch polls Postgres",
