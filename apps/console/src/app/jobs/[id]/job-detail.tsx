@@ -98,6 +98,7 @@ function JobView({ job, canWrite }: { job: JobWithAttempts; canWrite: boolean })
           <Fact label="Attempts">{job.attemptCount} of {job.maxAttempts}</Fact>
           <Fact label="Idempotency key">{job.idempotencyKey ? <code className="break-all text-xs">{job.idempotencyKey}</code> : "—"}</Fact>
           <Fact label="Dependency">{job.dependencyKey ?? "—"}</Fact>
+          <Fact label="Trace ID">{job.trace ? <code className="break-all text-xs" title={job.trace.traceparent}>{job.trace.traceId}</code> : "—"}</Fact>
           <Fact label="Expires">{formatTime(job.expiresAt, { precise: true })}</Fact>
           <Fact label="Backoff">{job.backoff.strategy}, {formatDuration(job.backoff.baseMs)} up to {formatDuration(job.backoff.maxMs)}</Fact>
           {job.scheduleId ? <Fact label="Schedule"><Link className="text-indigo-700 underline" href={`/schedules/${job.scheduleId}`}>occurrence of {formatTime(job.occurrenceAt)}</Link></Fact> : null}
