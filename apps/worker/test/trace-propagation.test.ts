@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { waitFor } from "@tick/testing";
+import { startOtlpReceiver, waitFor } from "@tick/testing";
 import { type ProcessWorld, useProcessWorld } from "./harness.js";
 import type { Sink } from "./sink.js";
 
-// Tracing off in every process (no OTEL_EXPORTER_OTLP_ENDPOINT): the headers still carry each job's trace.
+// Tracing off (no OTEL_EXPORTER_OTLP_ENDPOINT) unless a test says otherwise: the headers still carry each job's trace.
 let w: ProcessWorld;
 let sink: Sink;
 useProcessWorld((world, s) => {
@@ -21,7 +21,7 @@ const parts = (header: unknown) => {
   return { traceId: m[1]!, spanId: m[2]!, flags: m[3]! };
 };
 
-describe("W3C trace context on the target request and the completion webhook (tracing off)", () => {
+describe("W3C trace context on the target request and the completion webhook", () => {
   it("every attempt sends the job's trace with a span ID of its own, and the webhook joins the same trace", async () => {
     await w.startScheduler();
     await w.startWorker();
@@ -76,5 +76,25 @@ describe("W3C trace context on the target request and the completion webhook (tr
     expect(at("/fresh")[0]!.headers.tracestate).toBeUndefined();
     expect(parts(at("/unsampled")[0]!.headers.traceparent)).toMatchObject({ traceId: TRACE, flags: "00" });
     expect(unsampled).not.toBe(fresh);
+  });
+
+  it("tracing on: a stopping worker exports the spans it still holds before it exits", async () => {
+    const receiver = await startOtlpReceiver();
+    try {
+      // An export delay far longer than the test: only the shutdown's export can deliver the span.
+      const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: "http/json", OTEL_BSP_SCHEDULE_DELAY: "60000" };
+      await w.startScheduler();
+      const worker = await w.startWorker(otel);
+      const t = await w.createTenant();
+      const jobId = await w.createJob(t, sink.url("/traced"), { traceparent: `00-${TRACE}-${PARENT}-01` });
+      await waitFor(async () => (await w.job(jobId)).status === "succeeded", { description: "the job succeeded" });
+      expect(receiver.spans).toEqual([]);
+      expect(await worker.stop(10_000)).toBe(0);
+      const attempt = receiver.spans.find((s) => s.name === "attempt");
+      expect(attempt).toMatchObject({ service: "tick-worker", traceId: TRACE, parentSpanId: PARENT, spanId: parts(at("/traced")[0]!.headers.traceparent).spanId });
+      expect(attempt?.attributes["tick.job.id"]).toBe(jobId);
+    } finally {
+      await receiver.close();
+    }
   });
 });
