@@ -25,7 +25,7 @@ export async function stopTracing(): Promise<void> {
 }
 
 export interface CreateTrace {
-  /** The trace context to store with the created jobs: null lets the database start a new trace. */
+  /** The trace context to store with the created jobs: null gives each job a new trace of its own. */
   stored: TraceContext | null;
   /** The "create job" span when tracing is on: the caller sets its outcome and ends it. */
   span: TickSpan | null;
