@@ -73,32 +73,62 @@ function chownTree(dir: string, owner: { uid: number; gid: number } | null) {
   for (const entry of fs.readdirSync(dir, { recursive: true })) fs.chownSync(path.join(dir, String(entry)), owner.uid, owner.gid);
 }
 
-/** The session id of a process (field 6 of /proc/PID/stat), or null once it is gone. */
-function sessionOf(pid: number): number | null {
+/** The parent pid of a process (field 4 of /proc/PID/stat), or null once it is gone (a zombie counts as gone). */
+function parentOf(pid: number): number | null {
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[3]);
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    const [state, ppid] = fields.slice(fields.lastIndexOf(")") + 2).split(" ");
+    return state === "Z" ? null : Number(ppid);
   } catch {
     return null;
   }
 }
 
-/** SIGKILL every process of one session (a postmaster and its backends: Patroni starts it with setsid). */
-function killSession(sid: number) {
-  // Never our own session (a postmaster not started with setsid would share it): only the stack's processes.
-  if (sid === sessionOf(process.pid)) throw new Error(`refusing to kill session ${sid}: it is this process's own`);
-  for (const entry of fs.readdirSync("/proc")) {
-    const pid = Number(entry);
-    if (!Number.isInteger(pid) || sessionOf(pid) !== sid) continue;
+const alive = (pid: number) => parentOf(pid) !== null;
+
+/**
+ * Postgres processes of this stack that outlived their postmaster: their title names the cluster (Patroni
+ * sets cluster_name to the scope, which is unique to the run). SIGKILLed; returns their pids.
+ */
+function killStrays(scope: string): number[] {
+  const found: number[] = [];
+  for (const pid of fs.readdirSync("/proc").map(Number).filter(Number.isInteger)) {
+    let title = "";
+    try {
+      title = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8");
+    } catch {
+      continue;
+    }
+    if (!title.startsWith(`postgres: ${scope}: `)) continue;
+    try {
+      process.kill(pid, "SIGKILL");
+      found.push(pid);
+    } catch {
+      // gone already
+    }
+  }
+  return found;
+}
+
+/**
+ * SIGKILL of a postmaster and of every child it has (each child runs in a session of its own, so neither
+ * a process group nor a session reaches them all). Children normally exit once their postmaster is gone;
+ * a stopped one (a stalled WAL sender) would not, and would keep the data directory's shared memory.
+ */
+function killPostmasterTree(pm: number) {
+  const children = fs
+    .readdirSync("/proc")
+    .map(Number)
+    .filter((pid) => Number.isInteger(pid) && parentOf(pid) === pm);
+  for (const pid of [pm, ...children]) {
     try {
       process.kill(pid, "SIGKILL");
     } catch {
       // gone already
     }
   }
+  return children;
 }
-
-const alive = (pid: number) => sessionOf(pid) !== null;
 
 /** Stacks not yet stopped, so that an interrupted run (SIGINT, SIGTERM) still kills their processes. */
 const liveStacks = new Set<() => Promise<void>>();
@@ -319,13 +349,11 @@ export async function createHaStack(options: { baseDir: string; scope: string; l
    */
   async function killMember(m: PatroniMember) {
     const pm = m.postmasterPid();
-    const sid = pm === null ? null : sessionOf(pm);
     m.patroni?.child.kill("SIGKILL");
-    if (pm !== null && alive(pm)) process.kill(pm, "SIGKILL");
-    if (sid !== null) killSession(sid);
+    const children = pm !== null && alive(pm) ? killPostmasterTree(pm) : [];
     await m.patroni?.exited;
     m.patroni = null;
-    await waitFor(() => pm === null || !alive(pm), { timeoutMs: 10_000, description: `postmaster ${pm} gone` });
+    for (const pid of [pm ?? 0, ...children].filter((p) => p > 0)) await waitFor(() => !alive(pid), { timeoutMs: 10_000, description: `postgres process ${pid} of ${m.name} gone` });
   }
 
   /**
@@ -335,10 +363,25 @@ export async function createHaStack(options: { baseDir: string; scope: string; l
   async function killPostmaster(m: PatroniMember) {
     const pm = m.postmasterPid();
     if (pm === null) throw new Error(`${m.name} has no postmaster`);
-    const sid = sessionOf(pm);
-    if (alive(pm)) process.kill(pm, "SIGKILL");
-    if (sid !== null) killSession(sid);
-    await waitFor(() => !alive(pm), { timeoutMs: 10_000, description: `postmaster ${pm} gone` });
+    const children = alive(pm) ? killPostmasterTree(pm) : [];
+    for (const pid of [pm, ...children]) await waitFor(() => !alive(pid), { timeoutMs: 10_000, description: `postgres process ${pid} of ${m.name} gone` });
+  }
+
+  /**
+   * Stops (SIGSTOP) the primary's WAL senders: from now on the standby receives nothing, as over a stalled
+   * link. With synchronous replication commits wait; with asynchronous they return, and what they wrote
+   * exists on the primary only. Returns the stopped pids (the primary's kill ends them).
+   */
+  async function stallReplication(primary: PatroniMember): Promise<number[]> {
+    const c = new pg.Client({ connectionString: memberUrl(primary, "postgres"), connectionTimeoutMillis: 3_000 });
+    await c.connect();
+    try {
+      const { rows } = await c.query<{ pid: number }>(`SELECT pid FROM pg_stat_replication`);
+      for (const { pid } of rows) process.kill(pid, "SIGSTOP");
+      return rows.map((r) => r.pid);
+    } finally {
+      await c.end().catch(() => {});
+    }
   }
 
   // --- HAProxy ---------------------------------------------------------------------------------------
@@ -393,18 +436,17 @@ export async function createHaStack(options: { baseDir: string; scope: string; l
 
   async function stop() {
     liveStacks.delete(stop);
+    const leftovers: number[] = [];
     for (const m of members) {
       const pm = m.postmasterPid();
-      const sid = pm === null ? null : sessionOf(pm);
       m.patroni?.child.kill("SIGKILL");
-      if (sid !== null) killSession(sid);
+      if (pm !== null && alive(pm)) leftovers.push(pm, ...killPostmasterTree(pm));
     }
+    // Stalled WAL senders of an earlier kill (their postmaster gone, they were stopped): found by their stack's name.
+    leftovers.push(...killStrays(options.scope));
     for (const p of processes) p.proc.child.kill("SIGKILL");
     await Promise.all(processes.map((p) => p.proc.exited));
-    for (const m of members) {
-      const pm = m.postmasterPid();
-      if (pm !== null) await waitFor(() => !alive(pm), { timeoutMs: 10_000, description: `postmaster ${pm} of ${m.name} gone` }).catch((err: Error) => log(err.message));
-    }
+    for (const pid of leftovers) await waitFor(() => !alive(pid), { timeoutMs: 10_000, description: `postgres process ${pid} gone` }).catch((err: Error) => log(err.message));
     fs.rmSync(options.baseDir, { recursive: true, force: true });
   }
 
@@ -426,6 +468,7 @@ export async function createHaStack(options: { baseDir: string; scope: string; l
     startMember,
     killMember,
     killPostmaster,
+    stallReplication,
     clusterInfo,
     primary,
     waitHealthy,

@@ -75,8 +75,10 @@ async function main() {
     process.stdout.write(`\nS3, Postgres primary lost (Patroni ttl ${s3.timings.ttl} s, loop_wait ${s3.timings.loopWait} s; HAProxy check every ${s3.timings.checkInterval}):\n${table(s3.runs)}\n\n`);
     for (const r of s3.runs) {
       log(
-        `${r.name}: RPO ${r.rpoJobs} acknowledged job(s) lost${r.rpoKeys.length ? ` (${r.rpoKeys.slice(0, 10).join(", ")})` : ""}; RTO ${r.rtoMs ?? "never"} ms; ` +
+        `${r.name}: RPO ${r.rpoJobs} acknowledged job(s) lost${r.rpoKeys.length ? ` (${r.rpoKeys.slice(0, 10).join(", ")}; ${r.lostJobsAlreadyRun} of them had already run at the sink)` : ""}; RTO ${r.rtoMs ?? "never"} ms; ` +
+        (r.rerunAfterLostAttempt ? `${r.rerunAfterLostAttempt} jobs ran again after their attempt's row was lost (same key, effect once); ` : "") +
           `standby flush lag under load: at most ${r.standbyFlushLagBytes.max ?? "?"} bytes, ${r.standbyFlushLagBytes.atKill ?? "?"} at the kill; ` +
+          (r.streamStalledMs === null ? "" : `${r.acknowledgedWhileStalled} creates acknowledged while the stream was stalled; `) +
           `slowest refusal ${r.slowestRefusalMs ?? "-"} ms; ${r.acknowledgedAfterRetry} creates refused during the gap were acknowledged on a retry with their key; ` +
           `max start lag ${r.maxStartLagMs ?? "-"} ms (bound ${r.startLagBoundMs ?? "-"})${r.oldPrimaryRejoinedAsStandby === null ? "" : `; old primary back as a standby: ${r.oldPrimaryRejoinedAsStandby}`}`,
       );

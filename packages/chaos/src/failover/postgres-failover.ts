@@ -33,6 +33,10 @@ export interface FailoverRun {
   primaryAfter: string | null;
   /** How far the standby's flushed WAL was behind the primary's, sampled every 250 ms under load before the kill (bytes). */
   standbyFlushLagBytes: { max: number | null; atKill: number | null };
+  /** The standby's stream was stalled this long before the kill (its WAL senders stopped); null: not stalled. */
+  streamStalledMs: number | null;
+  /** Creates acknowledged while the stream was stalled: what asynchronous replication can lose. */
+  acknowledgedWhileStalled: number | null;
   rtoMs: number | null;
   during: Record<TryOutcome, number>;
   acknowledgedAfterRetry: number;
@@ -41,6 +45,10 @@ export interface FailoverRun {
   /** Acknowledged creates of this run whose job is not in the database after the failover. */
   rpoJobs: number;
   rpoKeys: string[];
+  /** Of the lost jobs, those whose effect had already happened at the sink (the database no longer knows them). */
+  lostJobsAlreadyRun: number;
+  /** Jobs whose attempt row was lost with the primary (asynchronous) and that ran again under a new attempt, same key. */
+  rerunAfterLostAttempt: number;
   duplicateEffects: number;
   rawDuplicateDeliveries: number;
   maxStartLagMs: number | null;
@@ -49,10 +57,18 @@ export interface FailoverRun {
   oldPrimaryRejoinedAsStandby: boolean | null;
 }
 
-const RUNS: { replication: Replication; kill: KillKind }[] = [
+/** How long the stalled runs keep the standby from receiving WAL before the primary dies. */
+const STALL_MS = 2_000;
+
+const RUNS: { replication: Replication; kill: KillKind; stallMs?: number }[] = [
   { replication: "synchronous", kill: "postmaster" },
   { replication: "synchronous", kill: "machine" },
+  // The standby behind when the primary dies, as over a slow or stalled link: synchronous replication makes
+  // the commits wait (and answers outcome-unknown when the primary dies under them), asynchronous
+  // acknowledges them and loses them.
+  { replication: "synchronous", kill: "machine", stallMs: STALL_MS },
   { replication: "asynchronous", kill: "machine" },
+  { replication: "asynchronous", kill: "machine", stallMs: STALL_MS },
 ];
 
 export interface PostgresFailoverReport {
@@ -130,15 +146,15 @@ export async function runPostgresFailover(options: { log: (line: string) => void
     };
     let phase = beginPhase("warm-up", 0);
     await sleep(STEADY_MS);
-    const runs: (Omit<FailoverRun, "acknowledged" | "rpoJobs" | "rpoKeys" | "duplicateEffects" | "rawDuplicateDeliveries" | "maxStartLagMs" | "startLagBoundMs"> & { phases: string[] })[] = [];
+    const runs: (Omit<FailoverRun, "acknowledged" | "rpoJobs" | "rpoKeys" | "lostJobsAlreadyRun" | "rerunAfterLostAttempt" | "duplicateEffects" | "rawDuplicateDeliveries" | "maxStartLagMs" | "startLagBoundMs"> & { phases: string[] })[] = [];
 
-    for (const { replication, kill } of RUNS) {
+    for (const { replication, kill, stallMs } of RUNS) {
       if (replication === "asynchronous" && stack.synchronousMode) {
         await stack.setSynchronousMode(false);
         await waitSetting(stack, (await stack.primary())!, "synchronous_standby_names", "");
         log("replication switched to asynchronous (synchronous_mode: false; synchronous_standby_names is empty)");
       }
-      const name = `${replication}, ${kill === "machine" ? "primary's machine lost" : "primary's postmaster SIGKILL"}`;
+      const name = `${replication}, ${kill === "machine" ? "primary's machine lost" : "primary's postmaster SIGKILL"}${stallMs ? `, standby stalled ${stallMs / 1000} s` : ""}`;
       phase.endedAt = Date.now();
       phase = beginPhase(name, null);
       const victim = await stack.primary();
@@ -148,6 +164,13 @@ export async function runPostgresFailover(options: { log: (line: string) => void
       for (const until = Date.now() + STEADY_MS; Date.now() < until; await sleep(250)) {
         const l = await standbyFlushLag(stack, victim);
         if (l !== null) lags.push(l);
+      }
+      let stalledAt: number | null = null;
+      if (stallMs) {
+        stalledAt = Date.now();
+        const pids = await stack.stallReplication(victim);
+        log(`${name}: WAL senders ${pids.join(", ")} stopped: the standby receives nothing more`);
+        await sleep(stallMs);
       }
       const atKill = await standbyFlushLag(stack, victim);
       const killedAt = Date.now();
@@ -185,6 +208,8 @@ export async function runPostgresFailover(options: { log: (line: string) => void
         killed: victim.name,
         primaryAfter: primaryAfter?.name ?? null,
         standbyFlushLagBytes: { max: lags.length ? Math.max(...lags) : null, atKill },
+        streamStalledMs: stallMs ?? null,
+        acknowledgedWhileStalled: stalledAt === null ? null : load.tries.filter((t) => t.outcome === "acknowledged" && t.doneAt >= stalledAt && t.doneAt < killedAt).length,
         rtoMs: gap.rtoMs,
         during: gap.during,
         acknowledgedAfterRetry: gap.acknowledgedAfterRetry,
@@ -216,8 +241,19 @@ export async function runPostgresFailover(options: { log: (line: string) => void
     });
     // Acknowledged jobs lost with asynchronous replication are its measured RPO, reported as such; with
     // synchronous replication they are a failure. Every other invariant holds in both modes.
-    const asyncLost = new Set(missing.filter((o) => runs.some((r) => r.replication === "asynchronous" && r.phases.includes(o.phase))).map((o) => o.key));
-    violations.push(...verdict.violations.filter((v) => !(asyncLost.has(v.split(" ")[0]!) && v.endsWith("acknowledged but not in the database"))));
+    const asyncPhases = new Set(runs.filter((r) => r.replication === "asynchronous").flatMap((r) => r.phases));
+    const asyncLost = new Set(missing.filter((o) => asyncPhases.has(o.phase)).map((o) => o.key));
+    // Asynchronous loss also loses attempt rows: a job dispatched and run while its attempt's row existed on
+    // the old primary only is run again under a new attempt after the failover. Its earlier delivery names an
+    // attempt the database no longer knows, which the checker counts as a second job's effect; it is the same
+    // job (one job for the key) and the same key, so the sink applied the effect once. Counted, not failed,
+    // after asynchronous runs only: with synchronous replication no attempt row may be lost.
+    const lostAttemptKeys = await keysWithOnlyLostAttempts(cluster.pool, sink, load.ops.filter((o) => asyncPhases.has(o.phase)));
+    const excused = (v: string) => {
+      const key = v.split(":")[0]!.split(" ")[0]!;
+      return (asyncLost.has(key) && v.endsWith("acknowledged but not in the database")) || (lostAttemptKeys.has(key) && / effects from \d+ different jobs$/.test(v));
+    };
+    violations.push(...verdict.violations.filter((v) => !excused(v)));
 
     const outcomes = countOutcomes(load.tries);
     for (const bad of ["bad_503", "server_error", "timeout", "other"] as const) {
@@ -234,13 +270,16 @@ export async function runPostgresFailover(options: { log: (line: string) => void
     const report: FailoverRun[] = runs.map((r) => {
       const row = verdict.rows.find((x) => x.phase === r.phases[0])!;
       const lost = missing.filter((o) => r.phases.includes(o.phase));
+      const rerun = load!.ops.filter((o) => r.phases.includes(o.phase) && lostAttemptKeys.has(o.key)).length;
       const { phases: _p, ...rest } = r;
       return {
         ...rest,
         acknowledged: acked.filter((o) => r.phases.includes(o.phase)).length,
         rpoJobs: lost.length,
         rpoKeys: lost.map((o) => o.key),
-        duplicateEffects: row.duplicateEffects,
+        lostJobsAlreadyRun: lost.filter((o) => sink!.deliveries.some((d) => d.key === o.key && d.status === 200)).length,
+        rerunAfterLostAttempt: rerun,
+        duplicateEffects: row.duplicateEffects - rerun,
         rawDuplicateDeliveries: row.rawDuplicateDeliveries,
         maxStartLagMs: row.maxStartLagMs,
         startLagBoundMs: row.startLagBoundMs,
@@ -248,7 +287,14 @@ export async function runPostgresFailover(options: { log: (line: string) => void
     });
     for (const r of report) if (r.replication === "synchronous" && r.rpoJobs > 0) violations.push(`synchronous replication lost ${r.rpoJobs} acknowledged jobs (RPO must be 0): ${r.rpoKeys.slice(0, 5).join(", ")}`);
     const { lost: _l, ...totals } = verdict.totals;
-    return { scenario: "S3", timings: TEST_TIMINGS, runs: report, outcomes, facts: { ...verdict.facts, ...totals }, violations };
+    return {
+      scenario: "S3",
+      timings: TEST_TIMINGS,
+      runs: report,
+      outcomes,
+      facts: { ...verdict.facts, ...totals, duplicateEffects: totals.duplicateEffects - lostAttemptKeys.size, rerunAfterLostAttempt: lostAttemptKeys.size },
+      violations,
+    };
   } finally {
     await load?.stop().catch(() => {});
     await cluster?.stop().catch((err: unknown) => log(`stopping the apps failed: ${String(err)}`));
@@ -272,6 +318,26 @@ export async function drainJobs(pool: pg.Pool, log: (line: string) => void) {
     await sleep(500);
   }
   await sleep(1_000); // completion webhooks of the last jobs
+}
+
+/**
+ * Keys whose successful deliveries came from one job the database knows plus attempts it does not know at all
+ * (their rows were lost with an asynchronous primary): one job, one key, one effect at the sink.
+ */
+async function keysWithOnlyLostAttempts(pool: pg.Pool, sink: ChaosSink, ops: Op[]): Promise<Set<string>> {
+  const keys = new Set(ops.filter((o) => o.jobId).map((o) => o.key));
+  const delivered = sink.deliveries.filter((d) => d.status === 200 && keys.has(d.key));
+  const { rows } = await pool.query<{ id: string; job_id: string }>(`SELECT id, job_id FROM history.attempts_all WHERE id = ANY($1::uuid[])`, [
+    [...new Set(delivered.map((d) => d.attemptId))],
+  ]);
+  const jobOf = new Map(rows.map((r) => [r.id, r.job_id]));
+  const result = new Set<string>();
+  for (const key of new Set(delivered.map((d) => d.key))) {
+    const forKey = delivered.filter((d) => d.key === key);
+    const knownJobs = new Set(forKey.flatMap((d) => (jobOf.has(d.attemptId) ? [jobOf.get(d.attemptId)!] : [])));
+    if (knownJobs.size === 1 && forKey.some((d) => !jobOf.has(d.attemptId))) result.add(key);
+  }
+  return result;
 }
 
 /** Acknowledged creates whose job is not in the database (RPO). */
