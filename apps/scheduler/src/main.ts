@@ -1,3 +1,4 @@
+import { createRequire } from "node:module";
 import { createPool, sql } from "@tick/db";
 import { MetricLabels, metricLabelConfig, runService } from "@tick/runtime";
 import { loadSchedulerEnv } from "./env.js";
@@ -7,6 +8,8 @@ import { createScheduler } from "./scheduler.js";
 // Composition root: the only place that reads process.env and wires instances.
 void runService({
   name: "scheduler",
+  // src/ and dist/ both sit beside package.json.
+  version: (createRequire(import.meta.url)("../package.json") as { version: string }).version,
   rawEnv: process.env,
   loadEnv: loadSchedulerEnv,
   identity: (env) => ({ id: env.SCHEDULER_ID, healthPort: env.SCHEDULER_HEALTH_PORT, dbPoolSize: env.SCHEDULER_DB_POOL_SIZE }),
@@ -54,6 +57,7 @@ void runService({
     return {
       stop: { name: "stop scheduler (release shards)", run: () => scheduler.stop() },
       info: { shards: env.TICK_SHARDS, held: scheduler.heldShards().length },
+      readiness: scheduler.readiness,
     };
   },
 });

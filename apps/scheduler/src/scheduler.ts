@@ -174,7 +174,14 @@ export function createScheduler(deps: SchedulerDeps) {
   }
   const leases = new ShardLeaseManager(
     pool,
-    { holder: config.id, region: config.region, shardCount: config.shardCount, ttlMs: config.leaseTtlMs, ...(config.shardRegions ? { shardRegions: config.shardRegions } : {}) },
+    {
+      holder: config.id,
+      region: config.region,
+      shardCount: config.shardCount,
+      ttlMs: config.leaseTtlMs,
+      ...(config.shardRegions ? { shardRegions: config.shardRegions } : {}),
+      ...(deps.node ? { status: (shards) => ({ version: deps.node!.version, healthUrl: deps.node!.healthUrl, startedAt: deps.node!.startedAt, dueIndex: dueSource.modesOf(shards) }) } : {}),
+    },
     logger,
     metrics,
   );
@@ -349,6 +356,15 @@ export function createScheduler(deps: SchedulerDeps) {
     /** Reads the latest per-minute queue sample of the held shards into the queue gauges (maintainOnce does it every 15 s). */
     refreshQueueGauges,
     dueIndex,
+    /**
+     * Its /readyz: ready while Postgres answers (the leases, the fence and every loop need it; a Redis outage
+     * only moves dispatch to polling and holds publishing in the outbox, so it is not required; the due-index mode shows it),
+     * with the shards it holds and how each finds due work.
+     */
+    readiness: (storeChecks: Record<string, () => Promise<void>>) => ({
+      checks: { database: storeChecks.database! },
+      about: () => ({ shards: held.map((l) => ({ shard: l.shard, epoch: l.epoch })), dueIndex: dueSource.modesOf(held.map((l) => l.shard)) }),
+    }),
     async init() {
       await leases.init();
     },

@@ -1,11 +1,15 @@
+import { createRequire } from "node:module";
 import { createPool, sql } from "@tick/db";
 import { MetricLabels, metricLabelConfig, runService } from "@tick/runtime";
 import { loadWorkerEnv } from "./env.js";
+import { startNodeHeartbeat } from "./node-heartbeat.js";
 import { createAttemptWorker } from "./worker.js";
 
 // Composition root: the only place that reads process.env and wires instances.
 void runService({
   name: "worker",
+  // src/ and dist/ both sit beside package.json.
+  version: (createRequire(import.meta.url)("../package.json") as { version: string }).version,
   rawEnv: process.env,
   loadEnv: loadWorkerEnv,
   identity: (env) => ({ id: env.WORKER_ID, healthPort: env.WORKER_HEALTH_PORT, dbPoolSize: env.WORKER_DB_POOL_SIZE }),
@@ -37,8 +41,16 @@ void runService({
       },
     });
     worker.start();
+    // The status page's row (every WORKER_HEARTBEAT_INTERVAL, like the attempt leases), removed after the drain.
+    const heartbeat = deps.node ? startNodeHeartbeat({ db: deps.pool, node: deps.node, logger: deps.logger, intervalMs: env.WORKER_HEARTBEAT_INTERVAL }) : null;
     return {
-      stop: { name: "stop taking messages, drain in-flight attempts", run: () => worker.stop() },
+      stop: {
+        name: "stop taking messages, drain in-flight attempts",
+        run: async () => {
+          await worker.stop();
+          await heartbeat?.stop();
+        },
+      },
       info: { concurrency: env.WORKER_CONCURRENCY },
     };
   },

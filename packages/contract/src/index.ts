@@ -13,3 +13,4 @@ export * from "./lifecycle.js";
 export * from "./accounts.js";
 export * from "./dependencies.js";
 export * from "./stats.js";
+export * from "./platform-status.js";

@@ -48,6 +48,7 @@ import {
   webhookEndpointSchema,
 } from "./webhooks.js";
 import { auditPageSchema, auditQuerySchema } from "./audit.js";
+import { platformStatusSchema } from "./platform-status.js";
 import { createReplaySchema, replayListQuerySchema, replayPageSchema, replayPreviewSchema, replaySchema } from "./dlq.js";
 import { createScheduleSchema, previewQuerySchema, previewRuleSchema, previewSchema, schedulePageSchema, scheduleSchema, updateScheduleSchema } from "./schedules.js";
 import type { ApiKeyScope } from "./scopes.js";
@@ -389,6 +390,18 @@ export const routes = {
     params: idParams,
     responses: { 200: { description: "Resumed: its keys work and its due jobs dispatch again", schema: operatorTenantSchema } },
     errors: ["not_found"],
+  },
+  operatorStatus: {
+    method: "get",
+    path: "/operator/status",
+    summary: "The platform's status: shard map, schedulers and workers with their readiness, outbox lag, due index, open breakers (platform operators)",
+    description:
+      "Shards from shard_leases; schedulers and workers from their heartbeat rows, each with its own /readyz answer, fetched by " +
+      "the console (1 s timeout) from the address the process registered; outbox lag as the scheduler's metric; open breakers " +
+      "per dependency from Redis.",
+    scope: "platform",
+    responses: { 200: { description: "The status now", schema: platformStatusSchema } },
+    errors: [],
   },
   listWebhookEndpoints: {
     method: "get",

@@ -1,5 +1,6 @@
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import { isIPv6, type AddressInfo } from "node:net";
+import os from "node:os";
 import type { Registry } from "prom-client";
 import type { Logger } from "pino";
 
@@ -14,6 +15,16 @@ export interface HealthServerOptions {
   checks: Record<string, ReadinessCheck>;
   registry?: Registry;
   checkTimeoutMs?: number;
+  /** Facts added to every /readyz body (a scheduler's held shards, the process's ID and version). */
+  about?: () => Record<string, unknown>;
+  /** Answer 503 `starting` until markStarted(): the server listens before the app has started. */
+  starting?: boolean;
+}
+
+/** What decides and describes readiness once the app has started (it may replace the store checks). */
+export interface Readiness {
+  checks?: Record<string, ReadinessCheck>;
+  about?: () => Record<string, unknown>;
 }
 
 export interface HealthServer {
@@ -22,7 +33,18 @@ export interface HealthServer {
   port: number;
   /** After this, /readyz answers 503 so load balancers stop sending work while we drain. */
   markShuttingDown(): void;
+  /** The app has started: readiness is decided by its checks from now on. */
+  markStarted(readiness?: Readiness): void;
   close(): Promise<void>;
+}
+
+/**
+ * The URL of a health server's /readyz as this process registers it for others (the console's status page):
+ * the address it is bound to, or the host name when bound to every interface.
+ */
+export function advertisedReadyzUrl(host: string, port: number): string {
+  const name = host === "0.0.0.0" || host === "::" ? os.hostname() : host;
+  return `http://${isIPv6(name) ? `[${name}]` : name}:${port}/readyz`;
 }
 
 async function runCheck(check: ReadinessCheck, timeoutMs: number): Promise<string | null> {
@@ -57,8 +79,10 @@ export async function runReadinessChecks(
  * not shutting down) and Prometheus metrics (`/metrics`) on a small side port.
  */
 export async function startHealthServer(options: HealthServerOptions): Promise<HealthServer> {
-  const { logger, checks, registry, checkTimeoutMs = 2000 } = options;
+  const { logger, registry, checkTimeoutMs = 2000 } = options;
+  let { checks, about } = options;
   let shuttingDown = false;
+  let starting = options.starting ?? false;
 
   const answer = async (req: http.IncomingMessage, res: http.ServerResponse) => {
     const send = (status: number, body: unknown, type = "application/json") => {
@@ -70,9 +94,11 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
       if (path === "/healthz") return send(200, { status: "ok" });
       if (path === "/readyz") {
         if (shuttingDown) return send(503, { status: "shutting_down" });
+        if (starting) return send(503, { status: "starting" });
         const failed = await runReadinessChecks(checks, checkTimeoutMs);
-        if (Object.keys(failed).length) return send(503, { status: "not_ready", failed });
-        return send(200, { status: "ready", checks: Object.keys(checks) });
+        const facts = about?.() ?? {};
+        if (Object.keys(failed).length) return send(503, { status: "not_ready", failed, ...facts });
+        return send(200, { status: "ready", checks: Object.keys(checks), ...facts });
       }
       if (path === "/metrics" && registry) return send(200, await registry.metrics(), registry.contentType);
       return send(404, { status: "not_found" });
@@ -98,6 +124,11 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
     port,
     markShuttingDown: () => {
       shuttingDown = true;
+    },
+    markStarted: (readiness) => {
+      if (readiness?.checks) checks = readiness.checks;
+      if (readiness?.about) about = readiness.about;
+      starting = false;
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -3,7 +3,7 @@ import type { Registry } from "prom-client";
 import { installClockSkew } from "./clock-skew.js";
 import { EnvError } from "./env.js";
 import { parseFaultPoints, type FaultPoints } from "./fault-points.js";
-import { startHealthServer } from "./health-server.js";
+import { advertisedReadyzUrl, startHealthServer, type Readiness, type ReadinessCheck } from "./health-server.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMetricsRegistry } from "./metrics.js";
 import { installGracefulShutdown, type ShutdownStep } from "./shutdown.js";
@@ -23,6 +23,19 @@ export interface ServiceDeps<P> {
   faults?: FaultPoints;
   /** OpenTelemetry spans (NO_TRACING unless OTEL_EXPORTER_OTLP_ENDPOINT is set; absent in tests: off). */
   tracing?: Tracing;
+  /** Who this process is, for its heartbeat row (the operator status page); absent in tests that build an app directly. */
+  node?: ServiceNode;
+}
+
+/** What a process says about itself in its heartbeat. */
+export interface ServiceNode {
+  id: string;
+  region: string;
+  /** The app's package version. */
+  version: string;
+  /** Its own /readyz, as others reach it (advertisedReadyzUrl). */
+  healthUrl: string;
+  startedAt: Date;
 }
 
 /** What runService reads from an app's parsed env (baseEnvShape and serviceEnvShape provide it). */
@@ -54,8 +67,17 @@ export interface RunServiceOptions<E extends ServiceEnv, P extends Pingable> {
   createPool: (url: string, options: { max: number; applicationName: string }) => P;
   /** Reads the database's clock (@tick/db's sql.databaseNow), for tick_clock_offset_seconds. */
   databaseNow: (pool: P) => Promise<Date>;
-  /** Builds and starts the app; returns how it stops taking work (before the stores close) and what to log. */
-  start: (context: { env: E; deps: ServiceDeps<P> }) => Promise<{ stop: ShutdownStep; info?: Record<string, unknown> }>;
+  /** The app's package version (its package.json), reported in its heartbeat and /readyz. */
+  version: string;
+  /**
+   * Builds and starts the app; returns how it stops taking work (before the stores close), what to log and,
+   * optionally, its own readiness (checks chosen from the stores' `database` and `redis`, facts for the body).
+   */
+  start: (context: { env: E; deps: ServiceDeps<P> }) => Promise<{
+    stop: ShutdownStep;
+    info?: Record<string, unknown>;
+    readiness?: (storeChecks: Record<string, ReadinessCheck>) => Readiness;
+  }>;
 }
 
 /** Exit code for bad configuration (sysexits EX_CONFIG), so supervisors can tell it from a crash. */
@@ -86,8 +108,12 @@ export async function runService<E extends ServiceEnv, P extends Pingable>(optio
     const { pool, redis, indexRedis } = stores;
     const probe = startStoreProbe({ registry, databaseNow: () => options.databaseNow(pool), pingRedis: () => indexRedis.ping() });
     const tracing = await createTracing(tracingConfig(env, { serviceName: `tick-${name}`, serviceInstanceId: id }), logger);
-    const app = await options.start({ env, deps: { pool, redis, indexRedis, logger, registry, tracing, faults: parseFaultPoints(env.TICK_FAULT_POINTS) } });
-    const health = await startHealthServer({ port: healthPort, host: env.TICK_BIND_HOST, logger, registry, checks: stores.checks });
+    // Listening before the app starts (503 `starting` until then), so the heartbeat can name its address.
+    const health = await startHealthServer({ port: healthPort, host: env.TICK_BIND_HOST, logger, registry, checks: stores.checks, starting: true });
+    const node: ServiceNode = { id, region: env.TICK_REGION, version: options.version, healthUrl: advertisedReadyzUrl(health.host, health.port), startedAt: new Date() };
+    const app = await options.start({ env, deps: { pool, redis, indexRedis, logger, registry, tracing, node, faults: parseFaultPoints(env.TICK_FAULT_POINTS) } });
+    const readiness = app.readiness?.(stores.checks) ?? {};
+    health.markStarted({ ...readiness, about: () => ({ id, version: options.version, ...readiness.about?.() }) });
     installGracefulShutdown({
       logger,
       steps: [

@@ -21,6 +21,8 @@ export interface DueTenants {
  */
 export class DueTenantSource {
   private readonly rebuilds = new Map<number, { token: string; cursor: string | null }>();
+  /** How each shard found due work at its latest round (the heartbeat reports it: the status page's due-index state). */
+  private readonly modes = new Map<number, DueSourceMode>();
   private lastRedisWarning = 0;
   /**
    * Database clock minus Redis clock (ms). Due times are database times and the index compares them
@@ -44,6 +46,11 @@ export class DueTenantSource {
     private readonly metrics: SchedulerMetrics,
   ) {}
 
+  /** The latest mode of each of these shards ("unknown": no round since it was acquired). */
+  modesOf(shards: readonly number[]): Record<string, DueSourceMode | "unknown"> {
+    return Object.fromEntries(shards.map((s) => [String(s), this.modes.get(s) ?? "unknown"]));
+  }
+
   async find(shard: number): Promise<DueTenants> {
     try {
       if (await this.index.isBuilt(shard)) {
@@ -51,6 +58,7 @@ export class DueTenantSource {
         const generations = new Map<string, string>();
         await Promise.all(ids.map(async (id) => generations.set(id, await this.index.generation(shard, id))));
         this.metrics.dueIndexMode.set({ shard: String(shard) }, 1);
+        this.modes.set(shard, "index");
         return { tenants: await sql.tenantDispatchInfo(this.pool, ids), mode: "index", generations };
       }
       await this.rebuildStep(shard);
@@ -58,6 +66,7 @@ export class DueTenantSource {
       this.warnRedis(err);
     }
     this.metrics.dueIndexMode.set({ shard: String(shard) }, 0);
+    this.modes.set(shard, "polling");
     this.metrics.pollingRounds.inc({ shard: String(shard) });
     const tenants = await sql.findDueTenants(this.pool, shard, this.config.maxTenants);
     this.metrics.dueTenants.set({ shard: String(shard) }, tenants.length);

@@ -10,6 +10,8 @@ export interface ShardLeaseConfig {
   ttlMs: number;
   /** Home regions of shards (TICK_SHARD_REGIONS); empty: any scheduler may hold any shard. */
   shardRegions?: ShardRegions;
+  /** What the heartbeat says about this process (version, /readyz address, due-index mode per shard), for the status page. */
+  status?: (held: readonly number[]) => sql.NodeStatus & { dueIndex: Record<string, string> };
 }
 
 export interface HeldLease {
@@ -75,7 +77,7 @@ export class ShardLeaseManager {
       this.held.delete(lost.shard);
     }
 
-    await sql.heartbeatSchedulerNode(this.db, holder, region, ttlMs);
+    await sql.heartbeatSchedulerNode(this.db, holder, region, ttlMs, this.config.status?.([...this.held.keys()].sort((a, b) => a - b)));
     const live = await sql.liveSchedulers(this.db);
     live.set(holder, { held: this.held.size, region });
     const plan = planShards({ holder, region, shardCount, homes: this.config.shardRegions ?? new Map(), live, held: [...this.held.keys()] });

@@ -18,3 +18,4 @@ export * from "./queues.js";
 export * from "./dependencies.js";
 export * from "./rollups.js";
 export * from "./queue-gauge-samples.js";
+export * from "./node-status.js";

@@ -78,12 +78,32 @@ export async function releaseShards(db: Queryable, holder: string, held: { shard
   return rowCount ?? 0;
 }
 
-/** Records that this scheduler is alive (until now() + ttl), so others count it when balancing. */
-export async function heartbeatSchedulerNode(db: Queryable, id: string, region: string, ttlMs: number): Promise<void> {
+/** What a process says about itself in its heartbeat, for the operator status page (#21). */
+export interface NodeStatus {
+  /** The app's package version. */
+  version: string;
+  /** Where its /readyz answers, as it registered it (the console fetches only these). */
+  healthUrl: string | null;
+  startedAt: Date;
+}
+
+/**
+ * Records that this scheduler is alive (until now() + ttl), so others count it when balancing; with its
+ * status for the status page, and how each held shard finds due work ("index" or "polling").
+ */
+export async function heartbeatSchedulerNode(
+  db: Queryable,
+  id: string,
+  region: string,
+  ttlMs: number,
+  status?: NodeStatus & { dueIndex: Record<string, string> },
+): Promise<void> {
   await db.query(
-    `INSERT INTO scheduler_nodes (id, region, heartbeat_at, expires_at) VALUES ($1, $2, now(), now() + make_interval(secs => $3 / 1000.0))
-     ON CONFLICT (id) DO UPDATE SET region = EXCLUDED.region, heartbeat_at = now(), expires_at = EXCLUDED.expires_at`,
-    [id, region, ttlMs],
+    `INSERT INTO scheduler_nodes (id, region, heartbeat_at, expires_at, version, health_url, started_at, due_index)
+     VALUES ($1, $2, now(), now() + make_interval(secs => $3 / 1000.0), $4, $5, $6, $7)
+     ON CONFLICT (id) DO UPDATE SET region = EXCLUDED.region, heartbeat_at = now(), expires_at = EXCLUDED.expires_at,
+       version = EXCLUDED.version, health_url = EXCLUDED.health_url, started_at = EXCLUDED.started_at, due_index = EXCLUDED.due_index`,
+    [id, region, ttlMs, status?.version ?? null, status?.healthUrl ?? null, status?.startedAt ?? null, status ? JSON.stringify(status.dueIndex) : null],
   );
 }
 

@@ -9,6 +9,7 @@ import type { AccountDeps } from "../services/accounts";
 import type { InvitationMailer, MemberDeps } from "../services/members";
 import type { WebhookDeps } from "../services/webhooks";
 import type { ServiceDeps } from "../services/service-deps";
+import type { PlatformStatusDeps } from "../services/platform-status";
 import { createInvitationMailer } from "../mailer";
 import { tallyAdmission } from "../metrics";
 
@@ -99,4 +100,18 @@ export function getServiceDeps(): ServiceDeps {
     };
   }
   return serviceDeps;
+}
+
+let platformStatusDeps: PlatformStatusDeps | undefined;
+
+/** What the operator status page's service needs. */
+export function getPlatformStatusDeps(): PlatformStatusDeps {
+  if (!platformStatusDeps) {
+    const env = getEnv();
+    const { pool, redis, logger } = getContext();
+    const breakers = createBreakers({ redis, prefix: env.TICK_REDIS_PREFIX });
+    const ask = failOpenRedis(logger, env.API_RATE_LIMIT_TIMEOUT, "open breakers for the status page");
+    platformStatusDeps = { pool, shardCount: env.TICK_SHARDS, openBreakers: () => ask(breakers.openDependencies()), readyzTimeoutMs: 1_000 };
+  }
+  return platformStatusDeps;
 }
