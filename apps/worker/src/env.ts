@@ -42,6 +42,8 @@ export const workerEnvSchema = z
     BREAKER_FAILURE_RATE: z.coerce.number().gt(0).lte(1).default(0.5),
     /** How long an open breaker holds the dependency's jobs before one probe is let through. */
     BREAKER_OPEN_FOR: durationSchema.default(30_000),
+    /** How often the breaker gauges (tick_breaker_state, tick_breakers_open, the retry budget) are read from Redis. */
+    WORKER_BREAKER_METRICS_INTERVAL: durationSchema.default(10_000),
     /** Retries may be at most this share of a dependency's attempts in the window. */
     BREAKER_RETRY_BUDGET: z.coerce.number().gt(0).lte(1).default(0.2),
   })

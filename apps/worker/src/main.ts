@@ -31,6 +31,7 @@ void runService({
         shutdownGraceMs: env.WORKER_SHUTDOWN_GRACE,
         webhookRetryBaseMs: env.WORKER_WEBHOOK_RETRY_BASE,
         webhookMaxTries: env.WORKER_WEBHOOK_MAX_TRIES,
+        breakerMetricsIntervalMs: env.WORKER_BREAKER_METRICS_INTERVAL,
         breaker: {
           windowMs: env.BREAKER_WINDOW,
           minRequests: env.BREAKER_MIN_REQUESTS,

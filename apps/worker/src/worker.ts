@@ -31,6 +31,8 @@ export interface WorkerConfig {
   webhookRetryBaseMs: number;
   /** Tries before a delivery is marked failed (default 10). */
   webhookMaxTries?: number;
+  /** How often the breaker gauges are read from Redis (default 10 s). */
+  breakerMetricsIntervalMs?: number;
   breaker: Partial<BreakerPolicy>;
 }
 
@@ -40,7 +42,7 @@ export interface WorkerDeps extends ServiceDeps<pg.Pool> {
   metricLabels?: MetricLabels;
 }
 
-/** How often the breaker gauges (state, retry budget, open breakers) are read from Redis. */
+/** How often the breaker gauges (state, retry budget, open breakers) are read from Redis, unless configured. */
 const BREAKER_METRICS_INTERVAL_MS = 10_000;
 
 /** Consumes dispatch messages from BullMQ and runs each as one attempt. */
@@ -140,7 +142,7 @@ export function createAttemptWorker(deps: WorkerDeps) {
       webhookWorker.on("error", () => {});
       webhookWorker.on("failed", (job, err) => logger.error({ err, messageId: job?.id }, "webhook message handler failed"));
       void refreshBreakerMetrics();
-      breakerTimer = setInterval(() => void refreshBreakerMetrics(), BREAKER_METRICS_INTERVAL_MS);
+      breakerTimer = setInterval(() => void refreshBreakerMetrics(), config.breakerMetricsIntervalMs ?? BREAKER_METRICS_INTERVAL_MS);
       breakerTimer.unref();
     },
     /** Stops taking messages, lets in-flight attempts finish within the grace period, then closes. */

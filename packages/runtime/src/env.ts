@@ -1,7 +1,7 @@
 import { isIP } from "node:net";
 import os from "node:os";
 import { z } from "zod";
-import { parseCidrList } from "@tick/core";
+import { durationSchema, parseCidrList } from "@tick/core";
 import { DEFAULT_METRIC_LABELS, type MetricLabelConfig } from "./bounded-labels.js";
 import { tracingEnvShape } from "./tracing.js";
 
@@ -127,6 +127,8 @@ export const metricsEnvShape = {
   TICK_METRICS_DEPENDENCIES: labelList(z.string().min(1).max(200), "a dependency key"),
   /** How many more dependencies, the busiest, get their own series. */
   TICK_METRICS_TOP_DEPENDENCIES: z.coerce.number().int().min(0).max(1_000).default(DEFAULT_METRIC_LABELS.topDependencies),
+  /** How often the store probe reads the database clock and pings Redis (tick_clock_offset_seconds, tick_store_up). */
+  TICK_STORE_PROBE_INTERVAL: durationSchema.default(15_000),
 };
 
 /** The label bounds of a parsed env that spread metricsEnvShape in. */

@@ -47,6 +47,8 @@ export interface ServiceEnv extends TracingEnv {
   TICK_BIND_HOST: string;
   TICK_FAULT_POINTS?: string | undefined;
   TICK_TEST_CLOCK_SKEW_MS: number;
+  /** metricsEnvShape's; default 15 s. */
+  TICK_STORE_PROBE_INTERVAL?: number;
 }
 
 /** The app's own variables the start-up needs (each app names them after itself: SCHEDULER_ID, WORKER_ID, ...). */
@@ -106,7 +108,7 @@ export async function runService<E extends ServiceEnv, P extends Pingable>(optio
     const registry = createMetricsRegistry(name);
     const stores = appStores(options.createPool(env.DATABASE_URL, { max: dbPoolSize, applicationName: `tick-${name} ${id}` }), env.REDIS_URL, logger);
     const { pool, redis, indexRedis } = stores;
-    const probe = startStoreProbe({ registry, databaseNow: () => options.databaseNow(pool), pingRedis: () => indexRedis.ping() });
+    const probe = startStoreProbe({ registry, databaseNow: () => options.databaseNow(pool), pingRedis: () => indexRedis.ping(), intervalMs: env.TICK_STORE_PROBE_INTERVAL });
     const tracing = await createTracing(tracingConfig(env, { serviceName: `tick-${name}`, serviceInstanceId: id }), logger);
     // Listening before the app starts (503 `starting` until then), so the heartbeat can name its address.
     const health = await startHealthServer({ port: healthPort, host: env.TICK_BIND_HOST, logger, registry, checks: stores.checks, starting: true });

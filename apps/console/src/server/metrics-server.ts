@@ -22,7 +22,7 @@ export function startMetricsServer(): Promise<MetricsServer> {
   holder.__tickConsoleMetricsServer ??= (async () => {
     const env = getEnv();
     const { metrics, pool, redis, logger } = getContext();
-    const probe = startStoreProbe({ registry: metrics.registry, databaseNow: () => sql.databaseNow(pool), pingRedis: () => redis.ping() });
+    const probe = startStoreProbe({ registry: metrics.registry, databaseNow: () => sql.databaseNow(pool), pingRedis: () => redis.ping(), intervalMs: env.TICK_STORE_PROBE_INTERVAL });
     try {
       const server = await startHealthServer({ port: env.CONSOLE_METRICS_PORT, host: env.TICK_BIND_HOST, logger, registry: metrics.registry, checks: readinessChecks() });
       holder.__tickConsoleMetricsPort = server.port;

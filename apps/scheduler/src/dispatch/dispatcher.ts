@@ -190,7 +190,7 @@ export class Dispatcher {
       span?.fail((err as Error).message);
       this.metrics.publishFailures.inc();
       this.logger.warn(
-        { err: (err as Error).message, shard: lease.shard, attempts: rows.length },
+        { err: (err as Error).message, shard: lease.shard, epoch: lease.epoch, attempts: rows.length },
         "dispatch publish failed; the attempts are pending in Postgres and the reaper re-publishes them",
       );
     } finally {

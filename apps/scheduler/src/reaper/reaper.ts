@@ -129,7 +129,10 @@ export class Reaper {
           if (decision.kind === "retry") rescheduled.push({ tenantId: lost.tenant_id, dueAtMs: lost.db_now.getTime() + decision.dueInMs });
           else finished.push(lost.job_id);
           this.metrics.leasesReaped.inc({ decision: decision.kind });
-          this.logger.warn({ jobId: lost.job_id, attemptId: lost.attempt_id, tenantId: lost.tenant_id, decision: decision.kind }, "attempt lease expired");
+          this.logger.warn(
+            { tenantId: lost.tenant_id, jobId: lost.job_id, attemptId: lost.attempt_id, shard: lease.shard, epoch: lease.epoch, decision: decision.kind },
+            "attempt lease expired",
+          );
         }
         const leasesReaped = settled.size;
         const republished = await sql.republishStrandedAttempts(client, lease.shard, this.config.strandedAfterMs, this.config.batch, undeliverable);

@@ -251,14 +251,15 @@ async function runInSlots(
     if (breaker) await deps.breakers.release(breaker).catch(() => {});
     const reason = await sql.explainUnstartable(pool, msg.attemptId, msg.jobId, msg.version);
     metrics.discarded.inc({ reason });
-    logger.info({ jobId: msg.jobId, attemptId: msg.attemptId, tenantId: msg.tenantId, reason }, "dispatch message discarded");
+    logger.info({ tenantId: msg.tenantId, jobId: msg.jobId, attemptId: msg.attemptId, shard: msg.shard, epoch: msg.epoch, reason }, "dispatch message discarded");
     return { kind: "discarded", reason };
   }
   // The database clock, carried forward with the monotonic clock: retry and expiry decisions compare
   // with due and expiry times the database set, so the worker's own wall clock never enters (S13).
   const startedAt = performance.now();
   const databaseNow = () => new Date(started.db_now.getTime() + (performance.now() - startedAt));
-  const context = { jobId: msg.jobId, attemptId: msg.attemptId, tenantId: started.tenant_id, attempt: started.attempt_number, fencingToken: started.fencing_token };
+  // Every line about the attempt names its tenant, job, attempt, shard and the dispatching epoch (#21).
+  const context = { tenantId: started.tenant_id, jobId: msg.jobId, attemptId: msg.attemptId, shard: started.shard, epoch: msg.epoch, attempt: started.attempt_number, fencingToken: started.fencing_token };
 
   // Heartbeat (attempt-lease.ts): renewed with the worker's other running attempts; if a renewal is
   // refused, or none succeeds before the lease would have ended, the call is stopped: another worker may

@@ -100,7 +100,7 @@ async function deliver(deps: WebhookDeliveryDeps, config: WebhookDeliveryConfig,
   if (error !== null) span.fail(error);
   span.end();
   const recorded = await sql.recordDeliveryTry(deps.pool, delivery.id, { delivered, status: result.status ?? null, error, retryInMs, durationMs: result.durationMs });
-  if (!delivered) deps.logger.warn({ deliveryId: delivery.id, jobId: delivery.job_id, tries, error, retryInMs }, "webhook delivery failed");
+  if (!delivered) deps.logger.warn({ tenantId: delivery.tenant_id, jobId: delivery.job_id, deliveryId: delivery.id, tries, error, retryInMs }, "webhook delivery failed");
   const outcome = delivered ? "delivered" : retryInMs === null ? "failed" : "retrying";
   return { tenantId: delivery.tenant_id, outcome, lagSeconds: delivered ? recorded.ageSeconds : null };
 }
