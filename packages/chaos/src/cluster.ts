@@ -54,6 +54,8 @@ export interface Member {
   healthPort: number;
   frozen: boolean;
   extraEnv: Record<string, string>;
+  /** The SCHEDULER_ID/WORKER_ID it runs under (attempts' worker_id names a worker's incarnation: see distinctWorkerIds). */
+  id: string;
 }
 
 /** PING over a raw socket: true on +PONG. */
@@ -107,6 +109,12 @@ export async function startCluster(options: {
   env?: Record<string, string>;
   /** Prefix of process names and so of SCHEDULER_ID/WORKER_ID (two clusters on one database must not share them). */
   namePrefix?: string;
+  /**
+   * Each start of a worker runs under an ID of its own (`worker-1.2`: its second incarnation), so that the
+   * attempts it started and completed can be told from its predecessor's (the metrics check compares them
+   * with that incarnation's counters, which a restart resets).
+   */
+  distinctWorkerIds?: boolean;
 }) {
   /** Every process's output, kept for the post-mortem of a failed run (one file per incarnation). */
   const incarnations = new Map<string, number>();
@@ -162,16 +170,20 @@ export async function startCluster(options: {
   const prefix = options.namePrefix ?? "";
   keepOutput(`${prefix}console`, consoleProc);
   const members = new Map<string, Member>();
+  const launches = new Map<string, number>();
   const launch = async (name: string, role: Role, extraEnv: Record<string, string> = {}) => {
+    const n = (launches.get(name) ?? 0) + 1;
+    launches.set(name, n);
+    const id = options.distinctWorkerIds && role === "worker" ? `${name}.${n}` : name;
     const healthPort = await freePort();
     const portVar = role === "scheduler" ? "SCHEDULER_HEALTH_PORT" : "WORKER_HEALTH_PORT";
     const idVar = role === "scheduler" ? "SCHEDULER_ID" : "WORKER_ID";
     const profile = process.env.CHAOS_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.CHAOS_CPU_PROF}`] : [];
     const proc = startProcess(process.execPath, [...profile, path.join(root, "apps", role, "dist/main.js")], {
-      env: { ...env, [portVar]: String(healthPort), [idVar]: name, ...extraEnv },
+      env: { ...env, [portVar]: String(healthPort), [idVar]: id, ...extraEnv },
     });
     keepOutput(name, proc);
-    const member: Member = { name, role, proc, healthPort, frozen: false, extraEnv };
+    const member: Member = { name, role, proc, healthPort, frozen: false, extraEnv, id };
     members.set(name, member);
     await ready(`http://127.0.0.1:${healthPort}/healthz`, proc, name, "TICK_FAULT_POINTS" in extraEnv);
     return member;

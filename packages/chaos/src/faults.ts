@@ -11,6 +11,8 @@ export interface FaultContext {
   log: (line: string) => void;
   /** Counts one injected fault of this phase. */
   injected: (what: string) => void;
+  /** Scrapes a member's metrics right before the harness kills it (its counters die with it). */
+  lastLook?: (m: Member) => Promise<void>;
 }
 
 export interface Phase {
@@ -36,6 +38,7 @@ const kill = (role: Role, downMs: number) => async (ctx: FaultContext, ms: numbe
   while (Date.now() + downMs + 1_000 < end) {
     await sleep(ctx.random.int(500, 1_500));
     const m = pickMember(ctx, role);
+    await ctx.lastLook?.(m);
     ctx.log(`SIGKILL ${m.name}`);
     ctx.cluster.kill(m);
     ctx.injected(`kill ${role}`);

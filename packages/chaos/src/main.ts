@@ -2,13 +2,15 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { checkInvariants, type PhaseRun, type Verdict } from "./checker.js";
-import { LEASE_TTL_MS } from "./cluster.js";
+import { LEASE_TTL_MS, type Cluster, type Member } from "./cluster.js";
 import { startCluster } from "./cluster.js";
+import { checkLogs } from "./log-check.js";
+import { checkMetrics, createMetricsRecorder, metricsTable } from "./metrics-check.js";
 import { startFakeClockPostgres } from "./fake-clock-postgres.js";
 import { PHASES, mixedPhase, type FaultContext, type Phase } from "./faults.js";
 import { seededRandom } from "./random.js";
 import { startChaosSink } from "./sink.js";
-import { createWorkload } from "./workload.js";
+import { BODY_MARKER, HEADER_MARKER, createWorkload } from "./workload.js";
 
 // npm run chaos [-- --duration 30m] [--seed N] [--json file] [--schedulers N] [--workers N] [--phase-seconds S] [--no-fake-clock]
 //               [--rounds "scheduler frozen past its lease+dependency outage,Postgres unreachable+scheduler SIGKILL"]
@@ -87,8 +89,33 @@ async function main() {
   }
   const sink = await startChaosSink(random.next);
   const logDir = path.join(process.cwd(), ".data", "chaos", `seed-${args.seed}-${new Date().toISOString().replace(/[:.]/g, "-")}`);
-  const cluster = await startCluster({ schedulers: args.schedulers, workers: args.workers, log, logDir });
+  // The store probe and the breaker gauges read every second (15 s and 10 s by default), so scrapes during
+  // a 5 s outage see it (#21: the metrics and the logs are judged against what happened).
+  const cluster = await startCluster({
+    schedulers: args.schedulers,
+    workers: args.workers,
+    log,
+    logDir,
+    distinctWorkerIds: true,
+    env: {
+      TICK_STORE_PROBE_INTERVAL: "1s",
+      WORKER_BREAKER_METRICS_INTERVAL: "1s",
+      // A 6 s outage opens the dependency's breaker (the default 60 s window and 20 calls would not).
+      BREAKER_WINDOW: "5s",
+      BREAKER_MIN_REQUESTS: "5",
+      // Info, the default in production, so the log check reads every line about a job (CHAOS_LOG_LEVEL overrides).
+      LOG_LEVEL: process.env.CHAOS_LOG_LEVEL ?? "info",
+    },
+  });
   log(`process logs: ${logDir}`);
+  const metrics = createMetricsRecorder(cluster, log);
+  // The faults see the cluster with a last look at a member's metrics before any restart kills it.
+  const faultCluster: Cluster = Object.assign(Object.create(cluster) as Cluster, {
+    restart: async (m: Member, extraEnv?: Record<string, string>) => {
+      await metrics.lastLook(m);
+      return cluster.restart(m, extraEnv);
+    },
+  });
   let exitCode = 1;
   try {
     log(`console ${cluster.consoleUrl}, database ${cluster.db.name}`);
@@ -99,13 +126,19 @@ async function main() {
       const record: PhaseRun = { name: phase.name, scenarios: phase.scenarios, faults: 0, startedAt: Date.now(), endedAt: Infinity, faultMs: phase.faultMs };
       done.push(record);
       workload.setPhase(phase.name);
+      metrics.setPhase(phase.name);
       log(`phase: ${phase.name} (${phase.scenarios})`);
-      const ctx: FaultContext = { cluster, sink, workload, random, log, injected: () => void record.faults++ };
+      await metrics.scrapeAll("before");
+      const ctx: FaultContext = { cluster: faultCluster, sink, workload, random, log, injected: () => void record.faults++, lastLook: (m) => metrics.lastLook(m) };
+      // A few scrapes while the fault is on (the outages run from about 1 s to 6 s into the phase).
+      const during = metrics.during([2_500, 4_000, 5_500]);
       // A fault action that itself fails (say, FLUSHALL while Redis restarts) is logged, not fatal: the
       // run goes on and the checker judges the product, not the harness.
       await phase.run(ctx, args.phaseMs).catch((err) => log(`fault action failed (${phase.name}): ${err instanceof Error ? err.message : String(err)}`));
+      await during;
       await cluster.heal();
       record.endedAt = Date.now();
+      await metrics.scrapeAll("after");
     };
     if (args.rounds) {
       for (const [i, round] of args.rounds.split(",").entries()) {
@@ -156,6 +189,8 @@ async function main() {
     }
     // Webhooks of the last jobs are in flight through the outbox; give them a moment.
     await sleep(2_000);
+    metrics.setPhase("drain");
+    await metrics.scrapeAll("end");
 
     const verdict = await checkInvariants({
       pool: cluster.pool,
@@ -168,7 +203,27 @@ async function main() {
       heldDependencies: ["sink-dep"],
       dstTransition: fake ? { at: transition, zone: "Europe/Berlin", scheduleEverySeconds: 2 } : null,
     });
-    process.stdout.write(`\n${table(verdict)}\n\n`);
+    // The metrics, judged against what happened (#21).
+    const metricChecks = await checkMetrics({ pool: cluster.pool, scrapes: metrics.scrapes, phases: done, outageDependency: "sink-dep" });
+    for (const c of metricChecks) if (!c.ok) verdict.violations.push(`metrics: ${c.check}: expected ${c.expected}, observed ${c.observed}`);
+    // The logs: no API key, signing secret or request body; job lines name their tenant (and attempt lines their shard and epoch).
+    const { rows: signing } = await cluster.pool.query<{ secret: string }>(`SELECT secret FROM signing_secrets`);
+    const secrets = [
+      ...Object.values(workload.tenants).map((t) => ({ what: `the API key of tenant ${t.name}`, value: t.apiKey })),
+      ...signing.map((r) => ({ what: "a webhook signing secret", value: r.secret })),
+      { what: "a job's request body", value: BODY_MARKER },
+      { what: "a job's request header", value: HEADER_MARKER },
+    ];
+    const outputs = [
+      // Exited incarnations were written to the log directory when they exited; the live ones are read now.
+      ...fs.readdirSync(logDir).map((f) => ({ process: f.replace(/\.log$/, ""), text: fs.readFileSync(path.join(logDir, f), "utf8") })),
+      { process: "console (live)", text: cluster.consoleProcess().output() },
+      ...[...cluster.members.values()].map((m) => ({ process: `${m.name} (live)`, text: m.proc.output() })),
+    ];
+    const logs = checkLogs(outputs, secrets);
+    for (const v of logs.violations.slice(0, 20)) verdict.violations.push(`logs: ${v}`);
+    process.stdout.write(`\n${table(verdict)}\n\n${metricsTable(metricChecks)}\n\n`);
+    log(`metrics: ${metrics.scrapes.length} scrapes; logs: ${logs.lines} lines read (${logs.jobLines} about a job or attempt), ${secrets.length} secrets and markers looked for (${signing.length} signing secrets), ${logs.violations.length} problems`);
     log(`facts: ${JSON.stringify(verdict.facts)}`);
     for (const r of verdict.rows) if (r.quietSlowest && (r.quietMaxLagMs ?? 0) > 2_000) log(`slowest quiet job in "${r.phase}": ${r.quietSlowest}`);
     for (const r of verdict.rows) if (r.startLagSlowest && (r.maxStartLagMs ?? 0) > 2 * LEASE_TTL_MS) log(`slowest start in "${r.phase}": ${r.startLagSlowest}`);
@@ -178,6 +233,8 @@ async function main() {
       durationMs: Date.now() - started,
       machine: { cpus: os.cpus().length, memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version },
       ...verdict,
+      metricChecks,
+      logs: { lines: logs.lines, jobLines: logs.jobLines, problems: logs.violations },
     };
     if (args.json) {
       fs.mkdirSync(path.dirname(args.json), { recursive: true });

@@ -34,7 +34,16 @@ export interface Tenant {
   id: string;
   name: string;
   client: TickClient;
+  /** Its API key (the log check looks for it in every process's output). */
+  apiKey: string;
 }
+
+/**
+ * Distinctive text in every job's request body and in a header of it: it must never reach a log line
+ * (#21: no request bodies or headers in the logs by default).
+ */
+export const BODY_MARKER = "chaos-body-7f3a9c1e-do-not-log";
+export const HEADER_MARKER = "chaos-header-b81d02f4-do-not-log";
 
 export async function createTenant(
   pool: pg.Pool,
@@ -51,7 +60,7 @@ export async function createTenant(
   await pool.query(`INSERT INTO queues (id, tenant_id, name, updated_at) VALUES (gen_random_uuid(), $1, 'default', now())`, [id]);
   const { key, prefix, hash } = generateApiKey();
   await pool.query(`INSERT INTO api_keys (id, tenant_id, name, prefix, hash, scopes) VALUES (gen_random_uuid(), $1, 'chaos', $2, $3, ARRAY['admin'])`, [id, prefix, hash]);
-  return { id, name, client: createTickClient({ baseUrl: consoleUrl, apiKey: key, ...(options.fetch ? { fetch: options.fetch } : {}) }) };
+  return { id, name, apiKey: key, client: createTickClient({ baseUrl: consoleUrl, apiKey: key, ...(options.fetch ? { fetch: options.fetch } : {}) }) };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -81,7 +90,9 @@ export async function createWorkload(options: { pool: pg.Pool; consoleUrl: strin
   const body = (kind: OpKind, key: string, delayMs?: number) => {
     const cls = kind === "dlq" ? "dep" : kind === "quiet" || kind === "burst" || kind === "delayed" || kind === "cancel" ? "ok" : kind;
     return {
-      target: { url: sink.url(`/${cls}/${key}`), timeoutMs: 10_000 },
+      target: { url: sink.url(`/${cls}/${key}`), timeoutMs: 10_000, headers: { "x-chaos-marker": HEADER_MARKER }, body: JSON.stringify({ marker: BODY_MARKER, key }) },
+      // Signed completion webhooks for some jobs, so the tenant has a signing secret the log check looks for.
+      ...(kind === "ok" ? { callbackUrl: sink.url(`/hook/${key}`) } : {}),
       dependencyKey: `sink-${cls}`,
       maxAttempts: kind === "dlq" ? 1 : kind === "fail" ? 3 : 25,
       backoff: { strategy: "exponential" as const, baseMs: 200, maxMs: 2_000, jitter: "full" as const },
