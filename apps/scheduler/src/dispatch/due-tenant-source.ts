@@ -109,7 +109,11 @@ export class DueTenantSource {
    */
   async shardsToVisit(shards: readonly number[]): Promise<number[]> {
     try {
-      return await this.index.shardsToVisit(shards, await this.offset());
+      const visit = await this.index.shardsToVisit(shards, await this.offset());
+      // A shard left out has a built index listing nothing due: it finds its work through the index.
+      const listed = new Set(visit);
+      for (const s of shards) if (!listed.has(s)) this.modes.set(s, "index");
+      return visit;
     } catch (err) {
       this.warnRedis(err);
       return [...shards];

@@ -49,12 +49,14 @@ function StatusBody({ data }: { data: PlatformStatus }) {
   const workers = data.nodes.filter((n) => n.role === "worker");
   const held = data.shards.filter((s) => s.held).length;
   const polling = data.shards.filter((s) => s.dueIndex === "polling").length;
+  const unknownMode = data.shards.filter((s) => s.dueIndex === "unknown").length;
   return (
     <>
       <dl className="grid grid-cols-2 gap-3 lg:grid-cols-4" data-testid="status-summary">
         <Figure label="Shards held" value={`${held} of ${data.shardCount}`} warn={held < data.shardCount} />
         <Figure label="Outbox lag" value={seconds(data.outbox.lagSeconds)} detail={`${data.outbox.backlog.toLocaleString()} unpublished`} warn={data.outbox.lagSeconds > 30} />
-        <Figure label="Due index" value={polling === 0 ? "index" : `${polling} polling`} detail={polling === 0 ? "every held shard uses Redis" : "shards polling Postgres (S9)"} warn={polling > 0} />
+        <Figure label="Due index" value={polling > 0 ? `${polling} polling` : unknownMode > 0 ? `${unknownMode} unknown` : "index"}
+          detail={polling > 0 ? "shards polling Postgres (S9)" : unknownMode > 0 ? "shards not yet reported by their holder" : "every held shard uses Redis"} warn={polling > 0} />
         <Figure label="Open breakers" value={data.breakers.available ? String(data.breakers.open.reduce((n, b) => n + b.openTenants, 0)) : "unknown"}
           detail={data.breakers.available ? `${data.breakers.open.length} dependencies` : "Redis did not answer"} warn={!data.breakers.available || data.breakers.open.length > 0} />
       </dl>
