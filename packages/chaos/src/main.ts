@@ -204,7 +204,7 @@ async function main() {
       dstTransition: fake ? { at: transition, zone: "Europe/Berlin", scheduleEverySeconds: 2 } : null,
     });
     // The metrics, judged against what happened (#21).
-    const metricChecks = await checkMetrics({ pool: cluster.pool, scrapes: metrics.scrapes, phases: done, outageDependency: "sink-dep" });
+    const metricChecks = await checkMetrics({ pool: cluster.pool, scrapes: metrics.scrapes, phases: done, outageDependency: "sink-dep", frozenIn: metrics.frozenIn });
     for (const c of metricChecks) if (!c.ok) verdict.violations.push(`metrics: ${c.check}: expected ${c.expected}, observed ${c.observed}`);
     // The logs: no API key, signing secret or request body; job lines name their tenant (and attempt lines their shard and epoch).
     const { rows: signing } = await cluster.pool.query<{ secret: string }>(`SELECT secret FROM signing_secrets`);
