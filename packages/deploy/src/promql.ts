@@ -1,6 +1,6 @@
-import fs from "node:fs";
 import path from "node:path";
 import { parser } from "@prometheus-io/lezer-promql";
+import { documentedMetrics as readDocumentedMetrics } from "@tick/testing";
 import { REPO } from "./paths.js";
 
 /**
@@ -26,14 +26,12 @@ export function withGrafanaVariables(expr: string): string {
 }
 
 /**
- * The metrics docs/observability.md lists, with their types: the table a test checks against a live scrape of
- * every process (apps/worker/test/metrics-doc.test.ts), so a name here is one a process exports.
+ * The metrics docs/observability.md lists, with their types (@tick/testing reads its table): the table a test
+ * checks against a live scrape of every process (apps/worker/test/metrics-doc.test.ts and the console's), so a
+ * name here is one a process exports.
  */
 export function documentedMetrics(): Map<string, string> {
-  const doc = fs.readFileSync(path.join(REPO, "docs/observability.md"), "utf8");
-  const metrics = new Map<string, string>();
-  for (const m of doc.matchAll(/^\| `(tick_[a-z0-9_]+)` \| (counter|gauge|histogram|summary) \|/gm)) metrics.set(m[1]!, m[2]!);
-  return metrics;
+  return new Map(readDocumentedMetrics(path.join(REPO, "docs/observability.md")).map((m) => [m.name, m.type]));
 }
 
 /**

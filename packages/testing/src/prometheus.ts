@@ -52,7 +52,10 @@ export interface DocumentedMetric {
 /** The rows of the "Every metric" table of docs/observability.md: | `name` | type | `label` (...), ... | C, S, W | meaning | scenarios |. */
 export function documentedMetrics(docPath: string): DocumentedMetric[] {
   const text = readFileSync(docPath, "utf8");
-  const table = text.slice(text.indexOf("## Every metric"));
+  // The section only: later sections have tables of their own whose rows may start with a metric name.
+  const start = text.indexOf("## Every metric");
+  const next = text.indexOf("\n## ", start + 1);
+  const table = text.slice(start, next === -1 ? undefined : next);
   return table
     .split("\n")
     .filter((line) => line.startsWith("| `tick_"))
