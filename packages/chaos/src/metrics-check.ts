@@ -231,12 +231,17 @@ export async function checkMetrics(args: {
   if (!frozen) skipped("a frozen scheduler loses its leases", "S8", "");
   else {
     const name = "scheduler frozen past its lease";
-    const lost = counterDelta(scrapes, "scheduler", "tick_shard_leases_lost_total", {}, ...window(name));
     // The frozen one is the scheduler a scrape found frozen during the phase (it may answer again once thawed,
     // so not answering is no sign); it can only lose leases it held.
     const frozenNames = args.frozenIn?.get(name) ?? new Set<string>();
     const frozenBefore = inPhase(name, "before").filter((s) => s.role === "scheduler" && frozenNames.has(s.process));
     const held = frozenBefore.reduce((a, s) => a + sumOf(s, "tick_shards_held"), 0);
+    // It learns of the loss at its first renewal after the thaw, which may come after the phase's last scrape:
+    // its leases lost are counted from its scrape before the freeze to the last scrape of that incarnation.
+    const lost = frozenBefore.reduce((a, before) => {
+      const last = scrapes.filter((s) => s.incarnation === before.incarnation && s.role === "scheduler").at(-1) ?? before;
+      return a + sumOf(last, "tick_shard_leases_lost_total") - sumOf(before, "tick_shard_leases_lost_total");
+    }, 0);
     const stale = counterDelta(scrapes, "scheduler", "tick_stale_writes_rejected_total", {}, 0, Infinity);
     const { rows: r } = await pool.query<{ n: string }>(`SELECT coalesce(sum(stale_writes_rejected), 0) AS n FROM shard_leases`);
     const staleInDb = Number(r[0]!.n);
