@@ -188,21 +188,28 @@ export async function startCluster(options: {
     await ready(`http://127.0.0.1:${healthPort}/healthz`, proc, name, "TICK_FAULT_POINTS" in extraEnv);
     return member;
   };
-  try {
-    await ready(`${consoleUrl}/readyz`, consoleProc, "console");
-    for (let i = 1; i <= options.schedulers; i++) await launch(`${prefix}scheduler-${i}`, "scheduler");
-    for (let i = 1; i <= options.workers; i++) await launch(`${prefix}worker-${i}`, "worker");
-  } catch (err) {
-    // Nothing started here outlives a failed start.
-    for (const m of members.values()) await m.proc.stop(2_000);
-    await consoleProc.stop(2_000);
+  /** Stops every process (thawing the frozen first), closes the connections and proxies, and drops the database if asked. */
+  const tearDown = async (graceMs: number, dropDatabase: boolean) => {
+    for (const m of members.values()) {
+      if (m.frozen) m.proc.child.kill("SIGCONT");
+      await m.proc.stop(graceMs);
+    }
+    await consoleProc.stop(graceMs);
     adminRedis.disconnect();
     await pool.end();
     await pgProxy.close();
     await redisProxy.close();
     redisProc.child.kill("SIGKILL");
     await redisProc.exited;
-    if (!options.database) await db.drop();
+    if (dropDatabase) await db.drop();
+  };
+  try {
+    await ready(`${consoleUrl}/readyz`, consoleProc, "console");
+    for (let i = 1; i <= options.schedulers; i++) await launch(`${prefix}scheduler-${i}`, "scheduler");
+    for (let i = 1; i <= options.workers; i++) await launch(`${prefix}worker-${i}`, "worker");
+  } catch (err) {
+    // Nothing started here outlives a failed start.
+    await tearDown(2_000, !options.database);
     throw err;
   }
 
@@ -272,18 +279,7 @@ export async function startCluster(options: {
       }
     },
     async stop() {
-      for (const m of members.values()) {
-        if (m.frozen) m.proc.child.kill("SIGCONT");
-        await m.proc.stop(5_000);
-      }
-      await consoleProc.stop(5_000);
-      adminRedis.disconnect();
-      await pool.end();
-      await pgProxy.close();
-      await redisProxy.close();
-      redisProc.child.kill("SIGKILL");
-      await redisProc.exited;
-      await db.drop();
+      await tearDown(5_000, true);
     },
   };
 }
