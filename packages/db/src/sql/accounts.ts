@@ -40,11 +40,11 @@ export interface OperatorTenantRow {
   pending_jobs: number;
 }
 
-// Pending jobs through jobs_pending_idx (tenant_id, partial on live statuses): one index range per tenant of a page.
+// Pending jobs through jobs_live_idx (shard, status, tenant; live rows): three index ranges per tenant of a page.
 const TENANT_COLUMNS = `t.id, t.slug, t.name, t.created_at, t.suspended_at, t.weight, t.admission_rate, t.admission_burst,
        t.max_pending_jobs, t.max_in_flight,
        (SELECT count(*)::int FROM memberships m WHERE m.tenant_id = t.id) AS members,
-       (SELECT count(*)::int FROM jobs j WHERE j.tenant_id = t.id AND j.status IN ('scheduled', 'dispatched', 'running')) AS pending_jobs`;
+       (SELECT count(*)::int FROM jobs j WHERE j.shard = t.shard AND j.status IN ('scheduled', 'dispatched', 'running') AND j.tenant_id = t.id) AS pending_jobs`;
 
 /** Tenants by slug, a page at a time after `afterSlug`, optionally whose slug or name contains `search`. */
 export async function listOperatorTenants(

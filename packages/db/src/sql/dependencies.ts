@@ -14,7 +14,7 @@ export interface DependencyRow {
 
 /**
  * The tenant's dependencies: every distinct dependency_key among its live jobs (one pass over
- * `jobs_pending_idx`) and every paused one, with its due and in-flight counts, by key. `key` narrows it
+ * `jobs_live_idx`, in the tenant's shard) and every paused one, with its due and in-flight counts, by key. `key` narrows it
  * to one dependency (no row: no live job and not paused).
  */
 export async function listDependencies(db: Queryable, tenantId: string, key?: string): Promise<DependencyRow[]> {
@@ -24,7 +24,8 @@ export async function listDependencies(db: Queryable, tenantId: string, key?: st
               count(*) FILTER (WHERE status = 'scheduled' AND due_at <= now())::int AS due,
               count(*) FILTER (WHERE status IN ('dispatched', 'running'))::int AS in_flight
          FROM jobs
-        WHERE tenant_id = $1 AND status IN ('scheduled', 'dispatched', 'running') AND dependency_key IS NOT NULL
+        WHERE shard = (SELECT shard FROM tenants WHERE id = $1) AND status IN ('scheduled', 'dispatched', 'running') AND tenant_id = $1
+          AND dependency_key IS NOT NULL
           AND ($2::text IS NULL OR dependency_key = $2)
         GROUP BY dependency_key
      ), paused AS (

@@ -33,7 +33,7 @@ export async function findDueTenants(db: Queryable, shard: number, limit: number
          FROM due WHERE due.tenant_id IS NOT NULL
      )
      SELECT t.id AS tenant_id, t.weight, ${ROOM_OF_SUSPENDED} AS max_in_flight,
-            (SELECT count(*)::int FROM jobs f WHERE f.tenant_id = t.id AND f.status IN ('dispatched', 'running')) AS in_flight
+            (SELECT count(*)::int FROM jobs f WHERE f.shard = t.shard AND f.status IN ('dispatched', 'running') AND f.tenant_id = t.id) AS in_flight
        FROM due JOIN tenants t ON t.id = due.tenant_id
       LIMIT $2`,
     [shard, limit],
@@ -101,7 +101,7 @@ export async function claimDueJobs(
   const concurrencyRoom = (q: string) =>
     `CASE WHEN ${q}.concurrency IS NULL THEN 2147483647
           ELSE ${q}.concurrency - (SELECT count(*) FROM jobs f
-                                    WHERE f.tenant_id = $2 AND f.queue_id = ${q}.id AND f.status IN ('dispatched', 'running'))
+                                    WHERE f.shard = $1 AND f.status IN ('dispatched', 'running') AND f.tenant_id = $2 AND f.queue_id = ${q}.id)
      END`;
   // A due job of this tenant and shard that may go now: not expired, its dependency neither open (breaker)
   // nor paused by the tenant; such jobs wait, scheduled, without burning attempts.
@@ -256,7 +256,7 @@ export async function tenantDispatchInfo(db: Queryable, tenantIds: string[]): Pr
   if (tenantIds.length === 0) return [];
   const { rows } = await db.query<DueTenant>(
     `SELECT t.id AS tenant_id, t.weight, ${ROOM_OF_SUSPENDED} AS max_in_flight,
-            (SELECT count(*)::int FROM jobs f WHERE f.tenant_id = t.id AND f.status IN ('dispatched', 'running')) AS in_flight
+            (SELECT count(*)::int FROM jobs f WHERE f.shard = t.shard AND f.status IN ('dispatched', 'running') AND f.tenant_id = t.id) AS in_flight
        FROM tenants t WHERE t.id = ANY($1::uuid[])`,
     [tenantIds],
   );

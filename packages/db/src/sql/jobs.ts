@@ -167,7 +167,7 @@ export async function findQueuesByName(db: Queryable, tenantId: string, names: s
 export async function countPendingJobs(db: Queryable, tenantId: string, limit: number): Promise<number> {
   const { rows } = await db.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM (
-       SELECT 1 FROM jobs WHERE tenant_id = $1 AND status IN ('scheduled', 'dispatched', 'running') LIMIT $2
+       SELECT 1 FROM jobs WHERE shard = (SELECT shard FROM tenants WHERE id = $1) AND status IN ('scheduled', 'dispatched', 'running') AND tenant_id = $1 LIMIT $2
      ) pending`,
     [tenantId, limit],
   );

@@ -14,7 +14,7 @@ export interface QueueStatsRow {
 }
 
 /**
- * Every queue's live figures in one pass over the tenant's live jobs (`jobs_pending_idx`), grouped by
+ * Every queue's live figures in one pass over the tenant's live jobs (`jobs_live_idx`), grouped by
  * queue; queues with no live job have no row (their figures are zero).
  */
 export async function queueStats(db: Queryable, tenantId: string): Promise<QueueStatsRow[]> {
@@ -25,7 +25,7 @@ export async function queueStats(db: Queryable, tenantId: string): Promise<Queue
             count(*) FILTER (WHERE status IN ('dispatched', 'running'))::int AS in_flight,
             floor(extract(epoch FROM now() - min(due_at) FILTER (WHERE status = 'scheduled' AND due_at <= now())) * 1000)::float8 AS oldest_due_age_ms
        FROM jobs
-      WHERE tenant_id = $1 AND status IN ('scheduled', 'dispatched', 'running')
+      WHERE shard = (SELECT shard FROM tenants WHERE id = $1) AND status IN ('scheduled', 'dispatched', 'running') AND tenant_id = $1
       GROUP BY queue_id`,
     [tenantId],
   );

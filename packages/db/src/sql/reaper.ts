@@ -21,14 +21,16 @@ export interface ExpiredLease {
  * Running attempts whose lease ended more than `marginMs` ago by the database clock. The margin
  * absorbs a heartbeat that is merely late (S13): the worker may still be alive (S7), which is why the
  * job's next attempt gets a higher fencing token and the old one's completion will be refused.
+ * Found from the job side, as every reaper read is: the shard's running jobs (jobs_live_idx) and their
+ * current attempts. Attempts have no index on status (#18: their updates stay HOT).
  */
 export async function lockExpiredLeases(db: Queryable, shard: number, marginMs: number, limit: number): Promise<ExpiredLease[]> {
   const { rows } = await db.query<ExpiredLease>(
     `SELECT a.id AS attempt_id, j.id AS job_id, j.tenant_id, j.version AS job_version, j.attempt_count, j.max_attempts,
             j.backoff, j.expires_at, j.cancel_requested_at, now() AS db_now
-       FROM attempts a JOIN jobs j ON j.id = a.job_id
-      WHERE a.status = 'running' AND a.lease_expires_at < now() - make_interval(secs => $2 / 1000.0)
-        AND j.shard = $1 AND j.status = 'running' AND j.current_attempt_id = a.id
+       FROM jobs j JOIN attempts a ON a.id = j.current_attempt_id
+      WHERE j.shard = $1 AND j.status = 'running'
+        AND a.status = 'running' AND a.lease_expires_at < now() - make_interval(secs => $2 / 1000.0)
       ORDER BY a.lease_expires_at
       LIMIT $3
       FOR UPDATE OF a, j SKIP LOCKED`,
@@ -101,9 +103,9 @@ export async function findUnstartedAttempts(
   limit: number,
 ): Promise<{ id: string; message_id: string | null }[]> {
   const { rows } = await db.query<{ id: string; message_id: string | null }>(
-    `SELECT a.id, a.message_id FROM attempts a JOIN jobs j ON j.id = a.job_id
-      WHERE a.status = 'pending' AND a.dispatched_at < now() - make_interval(secs => $2 / 1000.0)
-        AND j.shard = $1 AND j.status = 'dispatched' AND j.current_attempt_id = a.id
+    `SELECT a.id, a.message_id FROM jobs j JOIN attempts a ON a.id = j.current_attempt_id
+      WHERE j.shard = $1 AND j.status = 'dispatched'
+        AND a.status = 'pending' AND a.dispatched_at < now() - make_interval(secs => $2 / 1000.0)
         AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.attempt_id = a.id AND o.published_at IS NULL)
       ORDER BY a.dispatched_at LIMIT $3`,
     [shard, olderThanMs, limit],
@@ -122,9 +124,9 @@ export async function republishStrandedAttempts(db: Queryable, shard: number, ti
   const { rowCount } = await db.query(
     `WITH stranded AS (
        SELECT a.id, a.job_id, a.tenant_id, a.job_version, a.fencing_token, a.shard_epoch, j.dependency_key, j.attempt_count
-         FROM attempts a JOIN jobs j ON j.id = a.job_id
-        WHERE a.status = 'pending' AND (a.dispatched_at < now() - make_interval(secs => $2 / 1000.0) OR a.id = ANY($4::uuid[]))
-          AND j.shard = $1 AND j.status = 'dispatched' AND j.current_attempt_id = a.id
+         FROM jobs j JOIN attempts a ON a.id = j.current_attempt_id
+        WHERE j.shard = $1 AND j.status = 'dispatched'
+          AND a.status = 'pending' AND (a.dispatched_at < now() - make_interval(secs => $2 / 1000.0) OR a.id = ANY($4::uuid[]))
           AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.attempt_id = a.id AND o.published_at IS NULL)
         ORDER BY a.dispatched_at LIMIT $3
         FOR UPDATE OF a SKIP LOCKED
@@ -155,10 +157,12 @@ export function shardsToReap(db: Queryable, holder: string, leases: readonly Sha
     db,
     holder,
     leases,
-    `EXISTS (SELECT 1 FROM attempts a JOIN jobs j ON j.id = a.job_id
-              WHERE a.status = 'running' AND a.lease_expires_at < now() - make_interval(secs => $4 / 1000.0) AND j.shard = s.shard)
-     OR EXISTS (SELECT 1 FROM attempts a JOIN jobs j ON j.id = a.job_id
-              WHERE a.status = 'pending' AND a.dispatched_at < now() - make_interval(secs => $5 / 1000.0) AND j.shard = s.shard)
+    `EXISTS (SELECT 1 FROM jobs j JOIN attempts a ON a.id = j.current_attempt_id
+              WHERE j.shard = s.shard AND j.status = 'running'
+                AND a.status = 'running' AND a.lease_expires_at < now() - make_interval(secs => $4 / 1000.0))
+     OR EXISTS (SELECT 1 FROM jobs j JOIN attempts a ON a.id = j.current_attempt_id
+              WHERE j.shard = s.shard AND j.status = 'dispatched'
+                AND a.status = 'pending' AND a.dispatched_at < now() - make_interval(secs => $5 / 1000.0))
      OR EXISTS (SELECT 1 FROM jobs j
               WHERE j.shard = s.shard AND j.expires_at IS NOT NULL AND j.expires_at <= now() AND j.status IN ('scheduled', 'dispatched'))`,
     [args.marginMs, args.unstartedAfterMs],

@@ -135,9 +135,10 @@ export async function sampleQueueGauges(db: Queryable, shard: number): Promise<{
               count(*) FILTER (WHERE j.status = 'dead')::int AS dead,
               floor(extract(epoch FROM now() - min(j.due_at) FILTER (WHERE j.status = 'scheduled' AND j.due_at <= now())) * 1000)::bigint AS oldest_due_age_ms
          FROM (
-           -- Per tenant of the shard, through jobs_pending_idx and jobs_dead_idx (both lead with tenant_id).
-           SELECT j.queue_id, j.status, j.due_at FROM tenants t JOIN jobs j ON j.tenant_id = t.id
-            WHERE t.shard = $1 AND j.status IN ('scheduled', 'dispatched', 'running')
+           -- The shard's live jobs through jobs_live_idx (led by shard and status), its tenants' dead ones
+           -- through jobs_dead_idx (led by tenant_id).
+           SELECT j.queue_id, j.status, j.due_at FROM jobs j
+            WHERE j.shard = $1 AND j.status IN ('scheduled', 'dispatched', 'running')
            UNION ALL
            SELECT j.queue_id, j.status, j.due_at FROM tenants t JOIN jobs j ON j.tenant_id = t.id
             WHERE t.shard = $1 AND j.status = 'dead'
