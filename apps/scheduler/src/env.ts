@@ -64,6 +64,8 @@ export const schedulerEnvSchema = z
     SCHEDULER_RECURRENCE_LOOKAHEAD: durationSchema.default(2_000),
     /** How often each held shard looks for due schedule occurrences. */
     SCHEDULER_RECURRENCE_INTERVAL: durationSchema.default(500),
+    /** Held shards materialised at once (each its own fenced transaction and connection): one at a time left all but one Postgres core idle. */
+    SCHEDULER_RECURRENCE_CONCURRENCY: positiveInt.max(64).default(2),
     /** How often each held shard's DLQ replays are tallied, judged and released (S17). */
     SCHEDULER_REPLAY_INTERVAL: durationSchema.default(250),
     /** How often the maintenance loop moves finished jobs to history and prunes what is past retention. */

@@ -41,6 +41,7 @@ void runService({
         reconcileIntervalMs: env.SCHEDULER_RECONCILE_INTERVAL,
         recurrenceLookaheadMs: env.SCHEDULER_RECURRENCE_LOOKAHEAD,
         recurrenceIntervalMs: env.SCHEDULER_RECURRENCE_INTERVAL,
+        recurrenceConcurrency: env.SCHEDULER_RECURRENCE_CONCURRENCY,
         replayIntervalMs: env.SCHEDULER_REPLAY_INTERVAL,
         maintenance: {
           intervalMs: env.SCHEDULER_MAINTENANCE_INTERVAL,

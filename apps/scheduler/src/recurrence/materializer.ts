@@ -42,8 +42,12 @@ export class Materializer {
         // few hundred schedules a second). The occurrence uniqueness still decides each row.
         const jobs: sql.OccurrenceJob[] = [];
         const advances: sql.ScheduleAdvance[] = [];
+        // planOccurrences is pure, and schedules that share a rule and fired together ask it the same
+        // question (every "0 * * * *" in one zone, on time, in this statement's snapshot): asked once per
+        // distinct input per round (#18: the cron walk's date arithmetic was most of the scheduler's CPU).
+        const plans = new Map<string, ReturnType<typeof planOccurrences>>();
         for (const s of await sql.lockDueSchedules(client, lease.shard, this.config.lookaheadMs, this.config.batch)) {
-          const plan = planOccurrences({
+          const input = {
             rule: { cron: s.cron, timezone: s.timezone, dstGap: s.dst_gap_policy, dstOverlap: s.dst_overlap_policy },
             misfire: s.misfire_policy,
             maxCatchUp: s.max_catch_up,
@@ -51,7 +55,13 @@ export class Materializer {
             since: s.last_fire_at ?? new Date(s.created_at.getTime() - 1),
             now: s.db_now,
             lookaheadMs: this.config.lookaheadMs,
-          });
+          };
+          const key = [
+            input.rule.cron, input.rule.timezone, input.rule.dstGap, input.rule.dstOverlap, input.misfire, input.maxCatchUp,
+            input.misfireThresholdMs, input.since.getTime(), input.now.getTime(),
+          ].join("\u0000");
+          let plan = plans.get(key);
+          if (!plan) plans.set(key, (plan = planOccurrences(input)));
           const template = s.job_template as { target: { url: string }; dependencyKey?: string | null; metadata?: Record<string, unknown> };
           const dependencyKey = dependencyOf(template.target.url, template.dependencyKey);
           for (const r of plan.runs) {
