@@ -71,7 +71,9 @@ async function startConsole(): Promise<Console> {
   const port = await freePort();
   const metricsPort = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const proc = startProcess(process.execPath, [nextBin, "start", path.join(root, "apps/console"), "-p", String(port), "-H", "127.0.0.1"], {
+  // BENCH_CPU_PROF: the console is profiled like Tick's other processes.
+  const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const proc = startProcess(process.execPath, [...profile, nextBin, "start", path.join(root, "apps/console"), "-p", String(port), "-H", "127.0.0.1"], {
     env: {
       ...(process.env as Record<string, string>),
       NODE_ENV: "production",
