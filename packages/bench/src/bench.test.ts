@@ -40,6 +40,24 @@ describe("benchmark scenarios (tiny)", () => {
     expect(renderTables({ machine: {}, quick: true, startedAt: "", scenarios: { burnDown: results }, targets })).toContain("graphile-worker");
   });
 
+  it("targets are judged on the measured figure, never on one rounded onto the limit", () => {
+    const fairness = (solo: number, underBurst: number) => ({
+      burstJobs: 50_000, quietSoloP99Ms: solo, quietUnderBurstP99Ms: underBurst, quietRatio: Math.round((underBurst / solo) * 1000) / 1000,
+      weights: [3, 1] as [number, number], shares: [0.75, 0.25] as [number, number], expectedShares: [0.75, 0.25] as [number, number], shareErrorPct: 0,
+    });
+    const quiet = (solo: number, underBurst: number) =>
+      judge({ machine: {}, quick: true, startedAt: "", scenarios: { fairness: fairness(solo, underBurst) } }).find((t) => t.name.startsWith("quiet tenant"))!;
+    // 188 / 125 = 1.504: over 1.5, although it prints as 1.5 with two decimals.
+    expect(quiet(125, 188)).toMatchObject({ met: false, value: 1.504 });
+    expect(quiet(125, 187)).toMatchObject({ met: true, value: 1.496 });
+    const burn = (tick: number, pgBoss: number) =>
+      judge({
+        machine: {}, quick: true, startedAt: "",
+        scenarios: { burnDown: [tick, pgBoss].map((jobsPerSecond, i) => ({ system: i === 0 ? "tick" : "pg-boss", jobs: 1, seconds: 1, jobsPerSecond, machineCpuMsPerJob: 0, cost: { commitsPerJob: 0, walBytesPerJob: 0, redisCommandsPerJob: 0 }, roundRates: [jobsPerSecond] })) },
+      }).find((t) => t.name.startsWith("burn-down at least pg-boss"))!;
+    expect(burn(1993, 2000)).toMatchObject({ met: false, value: 0.997 });
+  });
+
   it("precision: jobs due at exact instants never start before them", { timeout: 120_000 }, async () => {
     const [r] = await precision(ctx(), [50], 2);
     expect(r!.jobs).toBe(100);

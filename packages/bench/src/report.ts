@@ -36,7 +36,8 @@ export interface BenchReport {
   targets?: Target[];
 }
 
-const ratio = (a: number, b: number) => (b > 0 ? Math.round((a / b) * 100) / 100 : 0);
+// Three decimals: a ratio is judged as measured, never rounded onto its limit (1.504 is over 1.5).
+const ratio = (a: number, b: number) => (b > 0 ? Math.round((a / b) * 1000) / 1000 : 0);
 
 /** A target judged on a figure, or not run when the figure is missing (its scenario did not run). */
 function target(name: string, op: Target["op"], limit: number, value: number | null | undefined, measured = ""): Target {
