@@ -49,7 +49,11 @@ describe("sign-up", () => {
     const queues = await suite.h.client(firstKey.key).call("listQueues", {});
     expect(queues.ok && queues.body.data.map((q) => q.name)).toEqual(["default"]);
     const stored = await suite.h.prisma.apiKey.findUniqueOrThrow({ where: { id: firstKey.apiKey.id } });
-    expect(stored.hash).not.toContain(firstKey.key.split("_")[2]); // stored hashed, never the secret
+    // Stored hashed, never the secret: everything after the "tk_<prefix>_" (the secret is base64url, so it
+    // may itself hold or start with "_"; a split on "_" once made this check compare with "" and fail).
+    const secret = firstKey.key.slice(firstKey.key.indexOf("_", 3) + 1);
+    expect(secret.length).toBeGreaterThanOrEqual(32);
+    expect(stored.hash).not.toContain(secret);
     const owner = await suite.h.prisma.user.findUniqueOrThrow({ where: { id: user.id }, include: { memberships: true } });
     expect(owner.passwordHash).toMatch(/^scrypt\$/);
     expect(owner.memberships.map((m) => [m.tenantId, m.role])).toEqual([[tenant.id, "owner"]]);
