@@ -89,10 +89,6 @@ const RECENTLY_DUE_MS = 50;
  */
 const UNSTARTED_CHECK_AFTER_MS = 2_000;
 
-/**
- * A loop that runs `step` every `intervalMs` (sooner when woken), never overlapping itself. A step that
- * knows better (the dispatcher: work is left, or the next job falls due sooner) returns `{ nextInMs }`.
- */
 /** Runs fn over items, at most `limit` at once; rejects with the first error once every started call has settled. */
 export async function forEachConcurrently<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
@@ -111,6 +107,10 @@ export async function forEachConcurrently<T>(items: readonly T[], limit: number,
   if (failure) throw failure.error;
 }
 
+/**
+ * A loop that runs `step` every `intervalMs` (sooner when woken), never overlapping itself. A step that
+ * knows better (the dispatcher: work is left, or the next job falls due sooner) returns `{ nextInMs }`.
+ */
 class Loop {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;

@@ -1,5 +1,6 @@
 // A tenant's dependencies (#20, S11): the `dependency_key`s its live jobs call, and the ones it paused.
 // claimDueJobs (dispatch.ts) holds the jobs of a paused dependency.
+import { liveJobsOfTenant } from "./live-jobs.js";
 import type { Queryable } from "./types.js";
 
 export interface DependencyRow {
@@ -24,7 +25,7 @@ export async function listDependencies(db: Queryable, tenantId: string, key?: st
               count(*) FILTER (WHERE status = 'scheduled' AND due_at <= now())::int AS due,
               count(*) FILTER (WHERE status IN ('dispatched', 'running'))::int AS in_flight
          FROM jobs
-        WHERE shard = (SELECT shard FROM tenants WHERE id = $1) AND status IN ('scheduled', 'dispatched', 'running') AND tenant_id = $1
+        WHERE ${liveJobsOfTenant("$1")}
           AND dependency_key IS NOT NULL
           AND ($2::text IS NULL OR dependency_key = $2)
         GROUP BY dependency_key

@@ -3,6 +3,7 @@
 import type { JobState } from "@tick/core";
 import { JOB_STATUS_WRITES, stateLiteral, statusIn } from "./job-status-writes.js";
 import { ATTEMPTS_ALL, JOBS_ALL } from "./lifecycle.js";
+import { liveJobsOfTenant } from "./live-jobs.js";
 import type { Queryable } from "./types.js";
 
 export interface JobRow {
@@ -167,7 +168,7 @@ export async function findQueuesByName(db: Queryable, tenantId: string, names: s
 export async function countPendingJobs(db: Queryable, tenantId: string, limit: number): Promise<number> {
   const { rows } = await db.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM (
-       SELECT 1 FROM jobs WHERE shard = (SELECT shard FROM tenants WHERE id = $1) AND status IN ('scheduled', 'dispatched', 'running') AND tenant_id = $1 LIMIT $2
+       SELECT 1 FROM jobs WHERE ${liveJobsOfTenant("$1")} LIMIT $2
      ) pending`,
     [tenantId, limit],
   );

@@ -1,4 +1,5 @@
 // Live figures of a tenant's queues (#20), for GET /queues and the console's queue page.
+import { liveJobsOfTenant } from "./live-jobs.js";
 import type { Queryable } from "./types.js";
 
 export interface QueueStatsRow {
@@ -25,7 +26,7 @@ export async function queueStats(db: Queryable, tenantId: string): Promise<Queue
             count(*) FILTER (WHERE status IN ('dispatched', 'running'))::int AS in_flight,
             floor(extract(epoch FROM now() - min(due_at) FILTER (WHERE status = 'scheduled' AND due_at <= now())) * 1000)::float8 AS oldest_due_age_ms
        FROM jobs
-      WHERE shard = (SELECT shard FROM tenants WHERE id = $1) AND status IN ('scheduled', 'dispatched', 'running') AND tenant_id = $1
+      WHERE ${liveJobsOfTenant("$1")}
       GROUP BY queue_id`,
     [tenantId],
   );
