@@ -21,6 +21,7 @@ import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import { stripVTControlCharacters } from "node:util";
 import { ROOT } from "./lib/paths.mjs";
 import { build, checkNode, ensureDependencies, makeLogger } from "./lib/setup.mjs";
 
@@ -35,6 +36,8 @@ const runE2e = only.length === 0 || args.has("--e2e");
 const dataDir = path.join(ROOT, ".data");
 const resultsDir = path.join(dataDir, "test-results");
 const totals = { passed: 0, failed: 0, skipped: 0 };
+/** What failed, by name, repeated just above the closing line: a log cut to its tail still says which test failed. */
+const failures = [];
 const cleanups = [];
 
 /** Runs a command with inherited output; resolves with its exit code. */
@@ -57,6 +60,7 @@ async function lint(env) {
   const code = await exec("npm", ["run", "--silent", "lint"], { env });
   if (code === 0) totals.passed += 1;
   else totals.failed += 1;
+  if (code !== 0) failures.push(`lint (exit ${code})`);
   log(`lint: ${code === 0 ? "passed" : `FAILED (exit ${code})`}`);
 }
 
@@ -85,6 +89,14 @@ async function vitestRun(env, reportName, extraArgs) {
   totals.passed += r.numPassedTests;
   totals.failed += r.numFailedTests + (code !== 0 && r.numFailedTests === 0 ? 1 : 0);
   totals.skipped += r.numPendingTests + r.numTodoTests;
+  for (const file of r.testResults ?? []) {
+    const rel = path.relative(ROOT, file.name);
+    for (const t of file.assertionResults ?? []) {
+      if (t.status === "failed") failures.push(`vitest ${rel} › ${t.fullName}: ${firstLine(t.failureMessages?.[0])}`);
+    }
+    // A file that failed to load or in a hook has no failed assertion of its own.
+    if (file.status === "failed" && !(file.assertionResults ?? []).some((t) => t.status === "failed")) failures.push(`vitest ${rel}: ${firstLine(file.message)}`);
+  }
   log(`vitest: ${r.numPassedTests} passed, ${r.numFailedTests} failed (exit ${code})`);
 }
 
@@ -103,6 +115,7 @@ async function chaos(env) {
   const code = await exec(process.execPath, [path.join(ROOT, "packages/chaos/dist/main.js"), "--seed", seed, "--json", path.join(resultsDir, "chaos.json")], { env });
   if (code === 0) totals.passed += 1;
   else totals.failed += 1;
+  if (code !== 0) failures.push(`fault-injection suite, seed ${seed} (exit ${code}): its violations are printed above`);
   log(`fault-injection suite: ${code === 0 ? "passed" : `FAILED (exit ${code})`}`);
 }
 
@@ -120,6 +133,7 @@ async function failover(env) {
   const code = await exec(process.execPath, [path.join(ROOT, "packages/chaos/dist/failover/main.js"), "--json", path.join(resultsDir, "failover.json")], { env });
   if (code === 0) totals.passed += 1;
   else totals.failed += 1;
+  if (code !== 0) failures.push(`failover test (exit ${code})`);
   log(`failover test: ${code === 0 ? "passed" : `FAILED (exit ${code})`}`);
 }
 
@@ -202,6 +216,7 @@ async function endToEnd(env, serverUrl) {
     log("start-up output: steps, then the summary (no app's plain-text output in the terminal)");
   } else {
     totals.failed += 1;
+    failures.push("start-up output: app output in the terminal");
     log(`start-up output: FAILED (the terminal showed ${leaked.length} line(s) of app output, first: ${JSON.stringify(leaked[0])})`);
   }
 
@@ -217,6 +232,7 @@ async function endToEnd(env, serverUrl) {
     totals.passed += stats.expected + stats.flaky;
     totals.failed += stats.unexpected + (code !== 0 && stats.unexpected === 0 ? 1 : 0);
     totals.skipped += stats.skipped;
+    for (const name of playwrightFailures(JSON.parse(fs.readFileSync(report, "utf8")))) failures.push(`playwright ${name}`);
     log(`playwright: ${stats.expected} passed, ${stats.unexpected} failed, ${stats.flaky} flaky (exit ${code})`);
   } else {
     totals.failed += 1;
@@ -243,8 +259,31 @@ async function endToEnd(env, serverUrl) {
     log("lifecycle: Ctrl-C stopped npm start cleanly (exit 0; console, scheduler and worker logged a clean stop and are gone)");
   } else {
     totals.failed += 1;
+    failures.push(`lifecycle: ${problems.join("; ")}`);
     log(`lifecycle: FAILED (${problems.join("; ")})`);
   }
+}
+
+/** The first line of an error message, without ANSI colours, for the closing list. */
+function firstLine(message) {
+  return stripVTControlCharacters(String(message ?? "(no message)")).split("\n").find((l) => l.trim() !== "")?.trim().slice(0, 300) ?? "(no message)";
+}
+
+/** Titles of the tests Playwright's JSON report counts as unexpected (failed in every try). */
+function playwrightFailures(report) {
+  const out = [];
+  const walk = (suite, titles) => {
+    for (const spec of suite.specs ?? []) {
+      for (const t of spec.tests ?? []) {
+        if (t.status !== "unexpected") continue;
+        const last = t.results?.at(-1);
+        out.push(`${spec.file}:${spec.line} › ${[...titles, spec.title].join(" › ")}: ${firstLine(last?.error?.message)}`);
+      }
+    }
+    for (const child of suite.suites ?? []) walk(child, suite.title && !suite.title.endsWith(".ts") ? [...titles, suite.title] : titles);
+  };
+  for (const suite of report.suites ?? []) walk(suite, []);
+  return out;
 }
 
 function isAlive(pid) {
@@ -306,6 +345,11 @@ try {
   totals.failed += 1;
 } finally {
   for (const cleanup of cleanups.reverse()) await cleanup().catch((err) => log(`cleanup: ${err.message}`));
+}
+if (totals.failed > 0) {
+  process.stdout.write(`\nfailed (${totals.failed}):\n`);
+  for (const f of failures) process.stdout.write(`  ✗ ${f}\n`);
+  if (failures.length < totals.failed) process.stdout.write(`  (${totals.failed - failures.length} more without a name: see the lines above that say FAILED or exited)\n`);
 }
 process.stdout.write(`\ntests: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped\n`);
 process.exit(exitCode);

@@ -36,6 +36,8 @@ describe("circuit breaker per dependency (S11)", () => {
     for (let i = 0; i < 20; i++) failing.push(await w.createJob(t, down.url(`/pay/${i}`), { maxAttempts: 100 }));
 
     await waitFor(async () => (await metricValue(worker.healthPort, "tick_breaker_opened_total")) >= 1, { timeoutMs: 20_000, description: "breaker opened" });
+    // The opening's row is written just after the counter moves (a separate round trip): wait for it too.
+    await waitFor(async () => (await w.pool.query(`SELECT 1 FROM breaker_openings`)).rowCount! >= 1, { timeoutMs: 5_000, description: "breaker opening recorded" });
     // The opening is kept for the console's chart: the dependency, the tenant and job whose outcome opened it, and
     // when it half-opens (1 s after it opened, by the breaker's clock).
     const openings = (

@@ -43,6 +43,7 @@ describe("benchmark scenarios (tiny)", () => {
   it("targets are judged on the measured figure, never on one rounded onto the limit", () => {
     const fairness = (solo: number, underBurst: number) => ({
       burstJobs: 50_000, quietSoloP99Ms: solo, quietUnderBurstP99Ms: underBurst, quietRatio: Math.round((underBurst / solo) * 1000) / 1000,
+      quietSplit: { solo: { claimP99Ms: 0, startP99Ms: 0 }, underBurst: { claimP99Ms: 0, startP99Ms: 0 } },
       weights: [3, 1] as [number, number], shares: [0.75, 0.25] as [number, number], expectedShares: [0.75, 0.25] as [number, number], shareErrorPct: 0,
     });
     const quiet = (solo: number, underBurst: number) =>

@@ -182,8 +182,13 @@ export function renderTables(report: BenchReport): string {
       "",
       "Fairness (one shard): quiet tenant at 20 jobs/s; two noisy tenants, weights 3 and 1",
       table(
-        ["burst jobs", "quiet p99 alone", "quiet p99 under burst", "ratio", "shares", "expected"],
-        [[fairness.burstJobs, fairness.quietSoloP99Ms, fairness.quietUnderBurstP99Ms, fairness.quietRatio, fairness.shares.join(" / "), fairness.expectedShares.join(" / ")]],
+        ["burst jobs", "quiet p99 alone", "quiet p99 under burst", "ratio", "p99 due → claimed (alone / burst)", "p99 claimed → started (alone / burst)", "shares", "expected"],
+        [[
+          fairness.burstJobs, fairness.quietSoloP99Ms, fairness.quietUnderBurstP99Ms, fairness.quietRatio,
+          `${fairness.quietSplit.solo.claimP99Ms} / ${fairness.quietSplit.underBurst.claimP99Ms}`,
+          `${fairness.quietSplit.solo.startP99Ms} / ${fairness.quietSplit.underBurst.startP99Ms}`,
+          fairness.shares.join(" / "), fairness.expectedShares.join(" / "),
+        ]],
       ),
     );
   }
