@@ -132,8 +132,10 @@ export async function startAttempts(
 ): Promise<Map<string, StartedAttempt>> {
   if (rows.length === 0) return new Map();
   const start = JOB_STATUS_WRITES.startAttempt;
-  const { rows: started } = await db.query<StartedAttempt & { attempt_id: string }>(
-    `WITH input AS (
+  const { rows: started } = await db.query<StartedAttempt & { attempt_id: string }>({
+    // A named statement: parsed and planned once per connection, not per call (#18, hot path; the text is constant).
+    name: "tick_start_attempts",
+    text: `WITH input AS (
        SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::int[]) AS r(attempt_id, job_id, version)
      ), locked AS (
        SELECT j.id, r.attempt_id FROM jobs j JOIN input r ON j.id = r.job_id
@@ -156,8 +158,8 @@ export async function startAttempts(
      )
      SELECT job.*, attempt.attempt_id, attempt.attempt_number, attempt.lease_expires_at, attempt.db_now
        FROM job JOIN attempt ON attempt.locked_job_id = job.job_id`,
-    [rows.map((r) => r.attemptId), rows.map((r) => r.jobId), rows.map((r) => r.version), args.workerId, args.leaseMs],
-  );
+    values: [rows.map((r) => r.attemptId), rows.map((r) => r.jobId), rows.map((r) => r.version), args.workerId, args.leaseMs],
+  });
   return new Map(started.map(({ attempt_id: attemptId, ...row }) => [attemptId, row]));
 }
 
@@ -358,8 +360,10 @@ export async function completeAttemptsAndNotify(db: Queryable, completions: read
   if (completions.length === 0) return [];
   const params = completions.map(completeParams);
   const column = (i: number) => params.map((p) => p[i]);
-  const { rows } = await db.query<{ attempt_id: string; due_at: Date; status: string }>(
-    `WITH input AS (
+  const { rows } = await db.query<{ attempt_id: string; due_at: Date; status: string }>({
+    // A named statement: parsed and planned once per connection, not per call (#18, hot path; the text is constant).
+    name: "tick_complete_attempts",
+    text: `WITH input AS (
        SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::bigint[], $5::text[], $6::float8[], $7::text[],
                             $8::jsonb[], $9::jsonb[], $10::int[], $11::int[])
          AS r(attempt_id, job_id, version, fencing_token, target, due_in_ms, outcome, error, result, http_status, duration_ms)
@@ -389,8 +393,8 @@ export async function completeAttemptsAndNotify(db: Queryable, completions: read
         WHERE a.id = r.attempt_id AND r.attempt_id NOT IN (SELECT attempt_id FROM job)
      ), ${jobWebhookCtes("SELECT * FROM job")}
      SELECT attempt_id, due_at, status FROM job`,
-    params[0]!.map((_, i) => column(i)),
-  );
+    values: params[0]!.map((_, i) => column(i)),
+  });
   const won = new Map(rows.map((r) => [r.attempt_id, r]));
   return completions.map((c) => {
     const row = won.get(c.attemptId);

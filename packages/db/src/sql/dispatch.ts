@@ -19,6 +19,18 @@ export interface DueTenant {
 }
 
 /**
+ * The dispatched plus running jobs of a tenant of a shard (and of one of its queues), as an SQL expression:
+ * one equality range of jobs_live_idx (shard, status, tenant_id, queue_id) per status (#18). Written as
+ * `status IN ('dispatched', 'running')` the planner kept the status as a filter and read every live job of
+ * the tenant: 2,000 index entries and 2,280 heap fetches to count 200 in flight, on every dispatch round,
+ * growing with the tenant's backlog.
+ */
+const inFlightOf = (shard: string, tenant: string, queue?: string) =>
+  `(${["dispatched", "running"]
+    .map((status) => `(SELECT count(*) FROM jobs f WHERE f.shard = ${shard} AND f.status = '${status}' AND f.tenant_id = ${tenant}${queue ? ` AND f.queue_id = ${queue}` : ""})`)
+    .join(" + ")})::int`;
+
+/**
  * Tenants of a shard with at least one due job, with their weight and in-flight count. Walks the
  * distinct tenants with a skip scan (one index probe per tenant) instead of reading every due row.
  */
@@ -33,7 +45,7 @@ export async function findDueTenants(db: Queryable, shard: number, limit: number
          FROM due WHERE due.tenant_id IS NOT NULL
      )
      SELECT t.id AS tenant_id, t.weight, ${ROOM_OF_SUSPENDED} AS max_in_flight,
-            (SELECT count(*)::int FROM jobs f WHERE f.shard = t.shard AND f.status IN ('dispatched', 'running') AND f.tenant_id = t.id) AS in_flight
+            ${inFlightOf("t.shard", "t.id")} AS in_flight
        FROM due JOIN tenants t ON t.id = due.tenant_id
       LIMIT $2`,
     [shard, limit],
@@ -100,8 +112,7 @@ export async function claimDueJobs(
   const claim = JOB_STATUS_WRITES.claimDueJobs;
   const concurrencyRoom = (q: string) =>
     `CASE WHEN ${q}.concurrency IS NULL THEN 2147483647
-          ELSE ${q}.concurrency - (SELECT count(*) FROM jobs f
-                                    WHERE f.shard = $1 AND f.status IN ('dispatched', 'running') AND f.tenant_id = $2 AND f.queue_id = ${q}.id)
+          ELSE ${q}.concurrency - (${inFlightOf("$1", "$2", `${q}.id`)})
      END`;
   // A due job of this tenant and shard that may go now: not expired, its dependency neither open (breaker)
   // nor paused by the tenant; such jobs wait, scheduled, without burning attempts.
@@ -109,8 +120,10 @@ export async function claimDueJobs(
             AND (j.expires_at IS NULL OR j.expires_at > now())
             AND (j.dependency_key IS NULL OR j.dependency_key <> ALL($5::text[]))
             AND NOT EXISTS (SELECT 1 FROM dependency_pauses dp WHERE dp.tenant_id = $2 AND dp.dependency_key = j.dependency_key)`;
-  const { rows } = await db.query<ClaimedJob>(
-    `WITH win AS (
+  const { rows } = await db.query<ClaimedJob>({
+    // A named statement: parsed and planned once per connection, not per call (#18, hot path; the text is constant).
+    name: "tick_claim_due_jobs",
+    text: `WITH win AS (
        SELECT date_trunc('second', now()) AS start, extract(epoch FROM date_trunc('second', now()))::numeric AS s
      ), rated AS (
        SELECT q.id, q.concurrency, q.rate_per_second::numeric AS r, q.rate_window_start, q.rate_window_count
@@ -171,8 +184,8 @@ export async function claimDueJobs(
      )
      SELECT id, tenant_id, queue_id, version, fencing_token, attempt_id, priority, due_at, dependency_key, attempt_count, message_id
        FROM numbered ORDER BY rn`,
-    [args.shard, args.tenantId, args.limit, args.epoch, args.heldDependencies ?? [], chunks.ids, Math.max(1, chunks.size), chunks.offset],
-  );
+    values: [args.shard, args.tenantId, args.limit, args.epoch, args.heldDependencies ?? [], chunks.ids, Math.max(1, chunks.size), chunks.offset],
+  });
   return rows.map((r) => ({ ...r, fencing_token: String(r.fencing_token) }));
 }
 
@@ -256,7 +269,7 @@ export async function tenantDispatchInfo(db: Queryable, tenantIds: string[]): Pr
   if (tenantIds.length === 0) return [];
   const { rows } = await db.query<DueTenant>(
     `SELECT t.id AS tenant_id, t.weight, ${ROOM_OF_SUSPENDED} AS max_in_flight,
-            (SELECT count(*)::int FROM jobs f WHERE f.shard = t.shard AND f.status IN ('dispatched', 'running') AND f.tenant_id = t.id) AS in_flight
+            ${inFlightOf("t.shard", "t.id")} AS in_flight
        FROM tenants t WHERE t.id = ANY($1::uuid[])`,
     [tenantIds],
   );

@@ -21,33 +21,39 @@ export const EVENT_FOR_STATUS: Record<string, WebhookEventType | undefined> = {
  * them: each delivery keeps its job's trace). Idempotent per (job, event, url). Uses no parameters.
  */
 export function jobWebhookCtes(source: string): string {
+  // Each CTE reads the one before it and nothing joins back (#18): `destinations` carries every column the
+  // delivery needs, and the outbox row takes the shard from the job by its key. Joining the deliveries back
+  // to `finished` made the planner (which sees one row in a CTE) re-run the endpoint lookup of every
+  // finished job once per finished job: 2,500 index probes, 14 ms, for a batch of 50 completions.
   return `finished AS (
-       SELECT j.*, CASE j.status WHEN 'succeeded' THEN 'job.succeeded' WHEN 'dead' THEN 'job.dead'
-                                 WHEN 'expired' THEN 'job.expired' WHEN 'cancelled' THEN 'job.cancelled' END AS event
+       SELECT j.id, j.tenant_id, j.queue_id, j.status, j.idempotency_key, j.attempt_count, j.result, j.last_error, j.metadata,
+              j.schedule_id, j.finished_at, j.callback_url, j.traceparent, j.tracestate,
+              CASE j.status WHEN 'succeeded' THEN 'job.succeeded' WHEN 'dead' THEN 'job.dead'
+                            WHEN 'expired' THEN 'job.expired' WHEN 'cancelled' THEN 'job.cancelled' END AS event
          FROM (${source}) j WHERE j.status IN ('succeeded', 'dead', 'expired', 'cancelled')
      ), destinations AS (
-       SELECT f.id AS job_id, f.tenant_id, f.shard, f.event, f.callback_url AS url, NULL::uuid AS endpoint_id FROM finished f
+       SELECT f.*, f.callback_url AS url, NULL::uuid AS endpoint_id FROM finished f
         WHERE f.callback_url IS NOT NULL
        UNION ALL
-       SELECT f.id, f.tenant_id, f.shard, f.event, e.url, e.id FROM finished f
+       SELECT f.*, e.url, e.id FROM finished f
          JOIN webhook_endpoints e ON e.tenant_id = f.tenant_id AND e.enabled AND f.event = ANY(e.events)
      ), deliveries AS (
        INSERT INTO webhook_deliveries (id, tenant_id, endpoint_id, job_id, event, url, traceparent, tracestate, payload)
-       SELECT gen_random_uuid(), d.tenant_id, d.endpoint_id, d.job_id, d.event, d.url, f.traceparent, f.tracestate,
+       SELECT gen_random_uuid(), d.tenant_id, d.endpoint_id, d.id, d.event, d.url, d.traceparent, d.tracestate,
               jsonb_build_object(
                 'type', d.event,
                 'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
                 'data', jsonb_build_object(
-                  'jobId', f.id, 'status', f.status, 'queueId', f.queue_id, 'idempotencyKey', f.idempotency_key,
-                  'attemptCount', f.attempt_count, 'result', f.result, 'lastError', f.last_error,
-                  'metadata', f.metadata, 'scheduleId', f.schedule_id, 'finishedAt', f.finished_at))
-         FROM destinations d JOIN finished f ON f.id = d.job_id
+                  'jobId', d.id, 'status', d.status, 'queueId', d.queue_id, 'idempotencyKey', d.idempotency_key,
+                  'attemptCount', d.attempt_count, 'result', d.result, 'lastError', d.last_error,
+                  'metadata', d.metadata, 'scheduleId', d.schedule_id, 'finishedAt', d.finished_at))
+         FROM destinations d
        ON CONFLICT (job_id, event, url) DO NOTHING
        RETURNING id, tenant_id, job_id
      ), webhook_outbox AS (
        INSERT INTO outbox (kind, shard, tenant_id, job_id, payload)
-       SELECT 'webhook', f.shard, d.tenant_id, d.job_id, jsonb_build_object('deliveryId', d.id, 'try', 1)
-         FROM deliveries d JOIN finished f ON f.id = d.job_id
+       SELECT 'webhook', j.shard, d.tenant_id, d.job_id, jsonb_build_object('deliveryId', d.id, 'try', 1)
+         FROM deliveries d JOIN jobs j ON j.id = d.job_id
        RETURNING 1
      )`;
 }
