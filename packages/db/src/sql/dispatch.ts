@@ -120,9 +120,9 @@ export async function claimDueJobs(
             AND (j.expires_at IS NULL OR j.expires_at > now())
             AND (j.dependency_key IS NULL OR j.dependency_key <> ALL($5::text[]))
             AND NOT EXISTS (SELECT 1 FROM dependency_pauses dp WHERE dp.tenant_id = $2 AND dp.dependency_key = j.dependency_key)`;
+  // Not a named statement (#18): its generic plan, chosen after five calls, read a 50,000-job backlog on
+  // every claim (78 ms a call against 8 with a plan made for the call's own tenant and limit).
   const { rows } = await db.query<ClaimedJob>({
-    // A named statement: parsed and planned once per connection, not per call (#18, hot path; the text is constant).
-    name: "tick_claim_due_jobs",
     text: `WITH win AS (
        SELECT date_trunc('second', now()) AS start, extract(epoch FROM date_trunc('second', now()))::numeric AS s
      ), rated AS (
