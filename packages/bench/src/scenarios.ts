@@ -539,8 +539,10 @@ export function normalizePlan(plan: string): string {
 /** Runs `statement` as EXPLAIN (COSTS OFF) instead of executing it: the plan of exactly what the caller sends. */
 function explainer(client: pg.PoolClient, plans: string[]) {
   return {
-    query: async (text: string, params?: unknown[]) => {
-      const { rows } = await client.query<{ "QUERY PLAN": string }>(`EXPLAIN (COSTS OFF) ${text}`, params);
+    // Either call form of pg's query; a statement's name is dropped (EXPLAIN is another statement).
+    query: async (statement: string | { text: string; values?: unknown[] }, params?: unknown[]) => {
+      const [text, values] = typeof statement === "string" ? [statement, params] : [statement.text, statement.values];
+      const { rows } = await client.query<{ "QUERY PLAN": string }>(`EXPLAIN (COSTS OFF) ${text}`, values);
       plans.push(rows.map((r) => r["QUERY PLAN"]).join("\n"));
       return { rows: [], rowCount: 0 };
     },

@@ -122,8 +122,8 @@ export async function claimDueJobs(
             AND NOT EXISTS (SELECT 1 FROM dependency_pauses dp WHERE dp.tenant_id = $2 AND dp.dependency_key = j.dependency_key)`;
   // Not a named statement (#18): its generic plan, chosen after five calls, read a 50,000-job backlog on
   // every claim (78 ms a call against 8 with a plan made for the call's own tenant and limit).
-  const { rows } = await db.query<ClaimedJob>({
-    text: `WITH win AS (
+  const { rows } = await db.query<ClaimedJob>(
+    `WITH win AS (
        SELECT date_trunc('second', now()) AS start, extract(epoch FROM date_trunc('second', now()))::numeric AS s
      ), rated AS (
        SELECT q.id, q.concurrency, q.rate_per_second::numeric AS r, q.rate_window_start, q.rate_window_count
@@ -184,8 +184,8 @@ export async function claimDueJobs(
      )
      SELECT id, tenant_id, queue_id, version, fencing_token, attempt_id, priority, due_at, dependency_key, attempt_count, message_id
        FROM numbered ORDER BY rn`,
-    values: [args.shard, args.tenantId, args.limit, args.epoch, args.heldDependencies ?? [], chunks.ids, Math.max(1, chunks.size), chunks.offset],
-  });
+    [args.shard, args.tenantId, args.limit, args.epoch, args.heldDependencies ?? [], chunks.ids, Math.max(1, chunks.size), chunks.offset],
+  );
   return rows.map((r) => ({ ...r, fencing_token: String(r.fencing_token) }));
 }
 
