@@ -14,7 +14,7 @@ const statusOf = async (id: string) => {
 };
 
 test("queues in the console: pause one and its jobs wait, resume it and they run; set its limits; pause one dependency's jobs", async ({ page }) => {
-  test.setTimeout(90_000);
+  test.setTimeout(120_000);
   let calls = 0;
   const server = http.createServer((req, res) => {
     req.resume();
@@ -57,15 +57,18 @@ test("queues in the console: pause one and its jobs wait, resume it and they run
     await card.getByTestId("save-queue").click();
     await expect(card.getByTestId("queue-limits")).toContainText("at most 5 in flight · at most 2/s");
 
-    // One dependency paused: its job waits while the queue runs; resumed, it runs.
+    // One dependency paused: its job waits while the queue runs; resumed, it runs. The job is created first
+    // (due in 15 s): a dependency is listed once a live job calls it, and this test must not rely on what
+    // other tests left running for theirs.
     const dep = page.locator(`[data-testid="dependency-row"][data-dependency="${host}"]`);
-    await page.getByTestId("dependency-list").waitFor();
-    const held = await client.call("createJob", { body: { queue, target: { url: `http://${host}/held` }, delayMs: 3_000 } });
+    const held = await client.call("createJob", { body: { queue, target: { url: `http://${host}/held` }, delayMs: 15_000 } });
     if (!held.ok) throw new Error(JSON.stringify(held.problem));
+    await expect(dep).toBeVisible({ timeout: 12_000 }); // the page refreshes every 5 s
     await dep.getByTestId("pause-dependency").click();
     await expect(dep).toContainText("paused");
     await expect(dep).toContainText("breaker closed");
-    await page.waitForTimeout(5_000);
+    // Past its due time (and a dispatch round or two), the paused dependency's job still waits.
+    await page.waitForTimeout(Math.max(0, Date.parse(held.body.dueAt) - Date.now()) + 3_000);
     expect(await statusOf(held.body.id)).toBe("scheduled");
     await dep.getByTestId("resume-dependency").click();
     await expect.poll(() => statusOf(held.body.id), { timeout: 20_000 }).toBe("succeeded");
