@@ -1,9 +1,9 @@
 import { z } from "zod";
 
 /**
- * Idempotency keys, in one place: the key's shape, the request fingerprint a key is bound to, and what a
- * create does when it meets a stored key. Pure apart from hashing (Web Crypto, so this module also loads
- * in the browser bundle that imports the contract).
+ * Idempotency keys, in one place: the key's shape, the canonical form of the request a key is bound to, and
+ * what a create does when it meets a stored key. Pure (this module also loads in the browser bundle that
+ * imports the contract); the fingerprint itself, a hash, is server-only: requestHash in `@tick/core/node`.
  */
 
 export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
@@ -29,12 +29,6 @@ export function canonicalJson(value: unknown): string {
       .join(",")}}`;
   }
   return JSON.stringify(value) ?? "null";
-}
-
-/** The fingerprint a key is bound to: SHA-256 (hex) of the request's canonical JSON. */
-export async function requestHash(request: unknown): Promise<string> {
-  const digest = await globalThis.crypto.subtle.digest("SHA-256", new TextEncoder().encode(canonicalJson(request)));
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /** A key as stored: the fingerprint of the request that took it, and whether its window has ended. */

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { AppError, childTraceContext, decideIdempotency, dependencyOf, formatTraceparent, isTerminal, requestHash, toProblem, type Cidr, type Problem, type TraceContext } from "@tick/core";
+import { AppError, childTraceContext, decideIdempotency, dependencyOf, formatTraceparent, isTerminal, toProblem, type Cidr, type Problem, type TraceContext } from "@tick/core";
+import { requestHash } from "@tick/core/node";
 import { createJobSchema, type CancelOutcome, type CreateJob, type Job } from "@tick/contract";
 import { inTransaction, isCommitOutcomeUnknown, isDatabaseUnavailable, sql } from "@tick/db";
 import type pg from "pg";
@@ -80,7 +81,7 @@ export async function createJobs(
         outcomes[index] = failure(err);
         return;
       }
-      prepared.push({ index, job: parsed.data, key: item.idempotencyKey, hash: await requestHash(parsed.data) });
+      prepared.push({ index, job: parsed.data, key: item.idempotencyKey, hash: requestHash(parsed.data) });
     }),
   );
   prepared.sort((a, b) => a.index - b.index);
