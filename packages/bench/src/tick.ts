@@ -23,7 +23,10 @@ export interface TickCluster {
   shards: number;
   processes: { name: string; proc: RunningProcess; healthPort: number }[];
   createTenant(options?: { weight?: number; maxInFlight?: number; shard?: number }): Promise<TickTenant>;
-  /** Creates jobs through the same statement and due-index note as the API (no HTTP in front). */
+  /**
+   * Creates jobs through the same statement and due-index note as the API (no HTTP in front), as a create
+   * without an Idempotency-Key header does; `key` goes in the body, where the sink reads it.
+   */
   createJobs(tenant: TickTenant, jobs: { key: string; url: string; runAt?: Date }[]): Promise<void>;
   startScheduler(env?: Record<string, string>): Promise<void>;
   startWorker(env?: Record<string, string>): Promise<void>;
@@ -101,7 +104,10 @@ export async function startTickCluster(options: { databaseUrl: string; redisUrl:
             delay_ms: 0,
             expires_at: null,
             priority: 0,
-            idempotency_key: j.key,
+            // No create-time dedup key: the peers' jobs get none (pg-boss's singletonKey, graphile-worker's
+            // jobKey, BullMQ's jobId are all unset), so neither do Tick's. The call still carries the job's
+            // stable Idempotency-Key (tick-job-<id>, S6); what a key costs at create is the api-ingest scenario's.
+            idempotency_key: null,
             request_hash: null,
             method: "POST",
             url: j.url,
