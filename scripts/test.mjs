@@ -40,6 +40,25 @@ const totals = { passed: 0, failed: 0, skipped: 0 };
 const failures = [];
 const cleanups = [];
 
+/** A check (counted as one test) that passed: counted and said. */
+function pass(message) {
+  totals.passed += 1;
+  log(message);
+}
+
+/** A check (counted as one test) that failed: counted, said, and named in the closing list. */
+function fail(name, why) {
+  totals.failed += 1;
+  failures.push(`${name}: ${why}`);
+  log(`${name}: FAILED (${why})`);
+}
+
+/** A check that passes when its command exited 0. */
+function byExitCode(name, code, passed = `${name}: passed`, failedNote = "") {
+  if (code === 0) pass(passed);
+  else fail(name, `exit ${code}${failedNote}`);
+}
+
 /** Runs a command with inherited output; resolves with its exit code. */
 function exec(cmd, cmdArgs, { env, cwd = ROOT } = {}) {
   return new Promise((resolve) => {
@@ -57,11 +76,7 @@ function withDatabase(url, name) {
 /** `npm run lint`: counts as one test, passed when ESLint exits 0 (no error, no warning). */
 async function lint(env) {
   log("lint (eslint . --max-warnings 0)");
-  const code = await exec("npm", ["run", "--silent", "lint"], { env });
-  if (code === 0) totals.passed += 1;
-  else totals.failed += 1;
-  if (code !== 0) failures.push(`lint (exit ${code})`);
-  log(`lint: ${code === 0 ? "passed" : `FAILED (exit ${code})`}`);
+  byExitCode("lint", await exec("npm", ["run", "--silent", "lint"], { env }));
 }
 
 async function unitAndIntegration(env) {
@@ -80,11 +95,7 @@ async function vitestRun(env, reportName, extraArgs) {
     [path.join(ROOT, "node_modules/vitest/vitest.mjs"), "run", "--config", path.join(ROOT, "vitest.all.config.ts"), ...extraArgs, "--reporter=default", "--reporter=json", `--outputFile.json=${report}`],
     { env },
   );
-  if (!fs.existsSync(report)) {
-    totals.failed += 1;
-    log(`vitest exited ${code} without a report`);
-    return;
-  }
+  if (!fs.existsSync(report)) return fail(`vitest ${reportName}`, `exited ${code} without a report`);
   const r = JSON.parse(fs.readFileSync(report, "utf8"));
   totals.passed += r.numPassedTests;
   totals.failed += r.numFailedTests + (code !== 0 && r.numFailedTests === 0 ? 1 : 0);
@@ -108,15 +119,10 @@ async function chaos(env) {
     ensureRedisServerBinary(log); // the suite restarts its own redis-server
     ensureFaketime(log); // and injects the database clock for its DST check (skipped, and said so, without it)
   } catch (err) {
-    totals.failed += 1;
-    log(`fault-injection suite: ${err.message}`);
-    return;
+    return fail("fault-injection suite", err.message);
   }
   const code = await exec(process.execPath, [path.join(ROOT, "packages/chaos/dist/main.js"), "--seed", seed, "--json", path.join(resultsDir, "chaos.json")], { env });
-  if (code === 0) totals.passed += 1;
-  else totals.failed += 1;
-  if (code !== 0) failures.push(`fault-injection suite, seed ${seed} (exit ${code}): its violations are printed above`);
-  log(`fault-injection suite: ${code === 0 ? "passed" : `FAILED (exit ${code})`}`);
+  byExitCode(`fault-injection suite, seed ${seed}`, code, "fault-injection suite: passed", ": its violations are printed above");
 }
 
 /** The failover tests (S3, S18): need patroni, etcd-server, haproxy and PostgreSQL 15; a missing one fails them, by name. */
@@ -126,15 +132,10 @@ async function failover(env) {
   try {
     ensureRedisServerBinary(log); // its apps get a redis-server of their own, as the chaos suite's do
   } catch (err) {
-    totals.failed += 1;
-    log(`failover test: ${err.message}`);
-    return;
+    return fail("failover test", err.message);
   }
   const code = await exec(process.execPath, [path.join(ROOT, "packages/chaos/dist/failover/main.js"), "--json", path.join(resultsDir, "failover.json")], { env });
-  if (code === 0) totals.passed += 1;
-  else totals.failed += 1;
-  if (code !== 0) failures.push(`failover test (exit ${code})`);
-  log(`failover test: ${code === 0 ? "passed" : `FAILED (exit ${code})`}`);
+  byExitCode("failover test", code);
 }
 
 async function waitForFile(file, product, timeoutMs) {
@@ -203,22 +204,14 @@ async function endToEnd(env, serverUrl) {
   try {
     await waitForFile(stateFile, product, 240_000);
   } catch (err) {
-    totals.failed += 1;
-    log(`end to end: ${err.message}`);
-    return;
+    return fail("end to end", err.message);
   }
   const state = JSON.parse(fs.readFileSync(stateFile, "utf8"));
   appPids = Object.values(state.pids);
   // The terminal shows the steps, then the summary: an app's plain-text output (Next's banner) stays in its log.
   const leaked = terminal.split("\n").filter((line) => /^ {2}(console|scheduler|worker) \| (?!\{)/.test(line));
-  if (leaked.length === 0) {
-    totals.passed += 1;
-    log("start-up output: steps, then the summary (no app's plain-text output in the terminal)");
-  } else {
-    totals.failed += 1;
-    failures.push("start-up output: app output in the terminal");
-    log(`start-up output: FAILED (the terminal showed ${leaked.length} line(s) of app output, first: ${JSON.stringify(leaked[0])})`);
-  }
+  if (leaked.length === 0) pass("start-up output: steps, then the summary (no app's plain-text output in the terminal)");
+  else fail("start-up output", `the terminal showed ${leaked.length} line(s) of app output, first: ${JSON.stringify(leaked[0])}`);
 
   log("end to end: Playwright (chromium)");
   const report = path.join(resultsDir, "playwright.json");
@@ -235,8 +228,7 @@ async function endToEnd(env, serverUrl) {
     for (const name of playwrightFailures(JSON.parse(fs.readFileSync(report, "utf8")))) failures.push(`playwright ${name}`);
     log(`playwright: ${stats.expected} passed, ${stats.unexpected} failed, ${stats.flaky} flaky (exit ${code})`);
   } else {
-    totals.failed += 1;
-    log(`playwright exited ${code} without a report`);
+    fail("playwright", `exited ${code} without a report`);
   }
 
   // The README's first command must stop everything it started on Ctrl-C, every app draining cleanly.
@@ -254,14 +246,8 @@ async function endToEnd(env, serverUrl) {
     const unclean = uncleanShutdown(path.join(e2eDataDir, "logs", `${app}.log`));
     if (unclean) problems.push(`${app}: ${unclean}`);
   }
-  if (problems.length === 0) {
-    totals.passed += 1;
-    log("lifecycle: Ctrl-C stopped npm start cleanly (exit 0; console, scheduler and worker logged a clean stop and are gone)");
-  } else {
-    totals.failed += 1;
-    failures.push(`lifecycle: ${problems.join("; ")}`);
-    log(`lifecycle: FAILED (${problems.join("; ")})`);
-  }
+  if (problems.length === 0) pass("lifecycle: Ctrl-C stopped npm start cleanly (exit 0; console, scheduler and worker logged a clean stop and are gone)");
+  else fail("lifecycle", problems.join("; "));
 }
 
 /** The first line of an error message, without ANSI colours, for the closing list. */
@@ -343,6 +329,7 @@ try {
 } catch (err) {
   log(`error: ${err?.stack ?? err}`);
   totals.failed += 1;
+  failures.push(`the test run itself: ${firstLine(String(err?.message ?? err))}`);
 } finally {
   for (const cleanup of cleanups.reverse()) await cleanup().catch((err) => log(`cleanup: ${err.message}`));
 }
