@@ -303,8 +303,11 @@ export async function runPostgresFailover(options: { log: (line: string) => void
   }
 }
 
+/** Longer than a recurrence round's lookahead plus its interval (1 s + 250 ms in the chaos cluster, 2 s + 500 ms by default): see drainJobs. */
+const DRAIN_QUIET_MS = 3_000;
+
 /** Waits (up to 2 minutes) until no job has been live and the outbox has been published for DRAIN_QUIET_MS in a row. */
-export async function drainJobs(pool: pg.Pool, log: (line: string) => void, quietForMs = DRAIN_QUIET_MS) {
+export async function drainJobs(pool: pg.Pool, log: (line: string) => void) {
   const deadline = Date.now() + 120_000;
   // Drained means nothing live for a while, not at one instant: a recurrence round that began before its
   // schedule was paused can still commit an occurrence (due within the lookahead) after a check saw none.
@@ -315,7 +318,7 @@ export async function drainJobs(pool: pg.Pool, log: (line: string) => void, quie
     );
     const empty = Number(rows[0]!.live) === 0 && Number(rows[0]!.outbox) === 0;
     emptySince = empty ? (emptySince ?? Date.now()) : null;
-    if (emptySince !== null && Date.now() - emptySince >= quietForMs) break;
+    if (emptySince !== null && Date.now() - emptySince >= DRAIN_QUIET_MS) break;
     if (Date.now() > deadline) {
       log(`drain timed out: ${rows[0]!.live} live jobs, ${rows[0]!.outbox} unpublished outbox rows`);
       break;
@@ -324,9 +327,6 @@ export async function drainJobs(pool: pg.Pool, log: (line: string) => void, quie
   }
   await sleep(1_000); // completion webhooks of the last jobs
 }
-
-/** Longer than a recurrence round's lookahead plus its interval (1 s + 250 ms in the chaos cluster, 2 s + 500 ms by default): see drainJobs. */
-const DRAIN_QUIET_MS = 3_000;
 
 /**
  * Keys whose successful deliveries came from one job the database knows plus attempts it does not know at all
