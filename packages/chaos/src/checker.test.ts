@@ -142,4 +142,36 @@ describe("checkInvariants", () => {
     expect(notJudged.violations.filter((v) => v.includes("after it was due"))).toHaveLength(0);
     expect(notJudged.rows.find((r) => r.phase === "burst")!.maxStartLagMs).toBeGreaterThanOrEqual(19_000);
   });
+
+  it("holds a job due just before the next phase's fault to that fault's recovery, counted from the fault", async () => {
+    // Phase "steady" (bound 0 + 2 × 3 s + 4 s = 10 s) ends 19.5 s ago; "cut" (10 s: bound 20 s) faults 19 s ago.
+    const caught = await job("caught", "succeeded", [{ status: "succeeded", token: 1 }]); // due 1 s before: bound 21 s
+    const tooLate = await job("too-late", "succeeded", [{ status: "succeeded", token: 1 }]); // due 1 s before, started 25 s after
+    const stale = await job("stale", "succeeded", [{ status: "succeeded", token: 1 }]); // due 21 s before the fault: own bound
+    await pool.query(`UPDATE jobs SET created_at = now() - interval '20 seconds' WHERE id = ANY($1::uuid[])`, [[caught.id, tooLate.id]]);
+    await pool.query(`UPDATE jobs SET created_at = now() - interval '40 seconds' WHERE id = $1`, [stale.id]);
+    await pool.query(`UPDATE attempts SET started_at = now() WHERE id = ANY($1::uuid[])`, [[caught.attemptIds[0], stale.attemptIds[0]]]);
+    await pool.query(`UPDATE attempts SET started_at = now() + interval '5 seconds' WHERE id = $1`, [tooLate.attemptIds[0]]);
+    const now = Date.now();
+    const phases = [
+      { ...phaseRun("steady", 0), startedAt: now - 60_000, endedAt: now - 19_500 },
+      { ...phaseRun("cut", 10_000), startedAt: now - 19_500, faultAt: now - 19_000, endedAt: now + 10_000 },
+    ];
+    const sink = { deliveries: [], effects: new Map(), webhooks: [] } as unknown as ChaosSink;
+    const verdict = await checkInvariants({ pool, sink, ops: [], phases, quietLagBoundMs: 5_000, leaseTtlMs: 3_000, startLagSlackMs: 4_000, heldDependencies: [] });
+    const lagViolations = verdict.violations.filter((v) => v.includes("after it was due"));
+    // One violation per phase, the attempt furthest over its bound: too-late (25 s against 21 s) is 4 s over,
+    // stale (40 s against 10 s) is 30 s over.
+    expect(lagViolations).toHaveLength(1);
+    expect(lagViolations[0]).toContain(stale.id);
+    expect(lagViolations[0]).toContain("bound 10000 ms");
+
+    await pool.query(`UPDATE jobs SET created_at = now() - interval '20 seconds' WHERE id = $1`, [stale.id]);
+    const second = await checkInvariants({ pool, sink, ops: [], phases, quietLagBoundMs: 5_000, leaseTtlMs: 3_000, startLagSlackMs: 4_000, heldDependencies: [] });
+    const left = second.violations.filter((v) => v.includes("after it was due"));
+    expect(left).toHaveLength(1);
+    expect(left[0]).toContain(tooLate.id);
+    expect(left[0]).toMatch(/before "cut"'s fault/);
+    expect(second.violations.join("\n")).not.toContain(caught.id);
+  });
 });

@@ -177,6 +177,7 @@ export async function runPostgresFailover(options: { log: (line: string) => void
       if (kill === "machine") await stack.killMember(victim);
       else await stack.killPostmaster(victim);
       phase.faults++;
+      phase.faultAt = killedAt;
       log(`${name}: SIGKILL ${kill === "machine" ? `${victim.name}'s Patroni and postmaster` : `${victim.name}'s postmaster`} (standby ${atKill ?? "?"} bytes behind at the last sample, at most ${lags.length ? Math.max(...lags) : "?"} under load)`);
       let gap = measureGap(load, killedAt);
       for (const deadline = Date.now() + 90_000; gap.rtoMs === null && Date.now() < deadline; gap = measureGap(load, killedAt)) await sleep(100);
@@ -321,11 +322,26 @@ export async function drainJobs(pool: pg.Pool, log: (line: string) => void) {
     if (emptySince !== null && Date.now() - emptySince >= DRAIN_QUIET_MS) break;
     if (Date.now() > deadline) {
       log(`drain timed out: ${rows[0]!.live} live jobs, ${rows[0]!.outbox} unpublished outbox rows`);
+      for (const line of await describeLiveJobs(pool)) log(`  ${line}`);
       break;
     }
     await sleep(500);
   }
   await sleep(1_000); // completion webhooks of the last jobs
+}
+
+/** What keeps jobs live (up to 10): each one's state, due time, dependency and attempts, for a drain that timed out. */
+async function describeLiveJobs(pool: pg.Pool): Promise<string[]> {
+  const { rows } = await pool.query<{ line: string }>(
+    `SELECT format('job %s (shard %s, %s, version %s, due %s ms from now, dependency %s, schedule %s): attempts %s',
+                   j.id, j.shard, j.status, j.version, round(extract(epoch FROM j.due_at - now()) * 1000), coalesce(j.dependency_key, '-'), coalesce(j.schedule_id::text, '-'),
+                   coalesce((SELECT string_agg(format('#%s %s%s, dispatched %s ms ago%s', a.number, a.status, coalesce(' (' || a.outcome || ')', ''),
+                                                      round(extract(epoch FROM now() - a.dispatched_at) * 1000),
+                                                      coalesce(', lease ends in ' || round(extract(epoch FROM a.lease_expires_at - now()) * 1000) || ' ms', '')), '; ' ORDER BY a.number)
+                               FROM attempts a WHERE a.job_id = j.id), 'none')) AS line
+       FROM jobs j WHERE j.status IN ('scheduled', 'dispatched', 'running') ORDER BY j.due_at LIMIT 10`,
+  );
+  return rows.map((r) => r.line);
 }
 
 /**

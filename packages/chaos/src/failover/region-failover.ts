@@ -168,6 +168,7 @@ export async function runRegionFailover(options: { log: (line: string) => void; 
     for (const child of regionA) child.kill("SIGSTOP");
     await Promise.all([stack.killMember(pgA), Promise.resolve(stack.killEtcdMember("etcd-a")), Promise.resolve(stack.killHaproxy("haproxy-a"))]);
     lost.faults++;
+    lost.faultAt = killedAt;
     log("region a lost: pg-a (Patroni and postmaster), etcd-a and haproxy-a killed; a's console, schedulers, worker and Redis frozen");
 
     let takeoverAt: number | null = null;
