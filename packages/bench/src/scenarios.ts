@@ -135,6 +135,9 @@ export async function burnDown(ctx: Context, n: number, concurrency: number, sys
   });
 }
 
+/** Jobs each queue system burns down untimed before its timed run (at most the run's own count; see burnDownOnce's measure). */
+const WARM_UP_JOBS = 1_000;
+
 async function burnDownOnce(ctx: Context, n: number, concurrency: number, systems: BurnDownSystem[]): Promise<BurnDownResult[]> {
   const results: BurnDownResult[] = [];
   // The sink runs in this process and starts cold (JIT, connections): it is warmed with 1,000 calls before
@@ -151,12 +154,26 @@ async function burnDownOnce(ctx: Context, n: number, concurrency: number, system
     ctx.sink.reset();
     const keys = Array.from({ length: n }, (_, i) => ({ key: `${system}-${i}`, url: ctx.sink.url }));
     // databaseUrl null: no store at all (the bare client), so no cost to read.
-    const measure = async (databaseUrl: string | null, redis: Redis | null, enqueue: () => Promise<void>, remaining: () => Promise<number>) => {
+    const measure = async (databaseUrl: string | null, redis: Redis | null, enqueue: (jobs: typeof keys) => Promise<void>, remaining: () => Promise<number>) => {
+      // A queue system's processes start cold (JIT, connection pools, caches); a production one runs warm.
+      // Each burns down WARM_UP_JOBS of the same jobs first, untimed (the bare client's process has no
+      // store to warm: the sink warm-up above already ran the same calls).
+      if (databaseUrl || redis) {
+        const warmUpJobs = Math.min(WARM_UP_JOBS, n);
+        const warmKeys = Array.from({ length: warmUpJobs }, (_, i) => ({ key: `${system}-warm-${i}`, url: ctx.sink.url }));
+        await enqueue(warmKeys);
+        await until(ctx, `${system} warm-up`, async () => {
+          const delivered = ctx.sink.distinct();
+          if (delivered < warmUpJobs) return { ok: false, progress: `${delivered} of ${warmUpJobs} delivered` };
+          return { ok: (await remaining()) === 0, progress: `${delivered} of ${warmUpJobs} delivered` };
+        }, 120_000);
+        ctx.sink.reset();
+      }
       const before = databaseUrl ? await snapshotCost(databaseUrl, redis) : null;
       const breakdown = process.env.BENCH_CPU_BREAKDOWN ? await processCpuMs() : null;
       const cpuBefore = await machineCpuMs();
       const started = performance.now();
-      await enqueue();
+      await enqueue(keys);
       // The store is asked only once the sink has seen every job: a count every 50 ms while the jobs run
       // is load on the system measured (Tick's cost 3.5 ms a call, #18), the same for every system.
       await until(ctx, system, async () => {
@@ -183,7 +200,7 @@ async function burnDownOnce(ctx: Context, n: number, concurrency: number, system
     if (system === CEILING) {
       const client = await startBareClient({ jobs: n, url: ctx.sink.url, concurrency });
       try {
-        await measure(null, null, () => client.enqueue(keys), () => client.remaining());
+        await measure(null, null, (jobs) => client.enqueue(jobs), () => client.remaining());
       } finally {
         await client.close();
       }
@@ -193,7 +210,7 @@ async function burnDownOnce(ctx: Context, n: number, concurrency: number, system
           await cluster.startScheduler();
           await cluster.startWorker();
           const tenant = await cluster.createTenant({ maxInFlight: 10_000 });
-          await measure(databaseUrl, redis, () => cluster.createJobs(tenant, keys), () => liveJobs(cluster.pool, tenant.id));
+          await measure(databaseUrl, redis, (jobs) => cluster.createJobs(tenant, jobs), () => liveJobs(cluster.pool, tenant.id));
         },
         // No global dispatch cap (the peers have none); same concurrency as the peers.
         { SCHEDULER_DISPATCH_RATE: "1000000", WORKER_CONCURRENCY: String(concurrency) },
@@ -203,7 +220,7 @@ async function burnDownOnce(ctx: Context, n: number, concurrency: number, system
       const redis = system === "bullmq" ? new Redis(testRedisUrl()) : null;
       const peer = await startPeer(system, { databaseUrl: db.url, redisUrl: testRedisUrl(), concurrency });
       try {
-        await measure(db.url, redis, () => peer.enqueue(keys), () => peer.remaining());
+        await measure(db.url, redis, (jobs) => peer.enqueue(jobs), () => peer.remaining());
       } finally {
         await peer.close();
         redis?.disconnect();
