@@ -72,6 +72,27 @@ describe("a queue's rate_per_second (#20)", () => {
     expect(got.get(rated)).toBe(1);
   });
 
+  it("the claim without rate windows (a tenant with no rate-limited queue) never takes from a rated queue; the dispatcher picks it per tenant", async () => {
+    const t = await w.createTenant();
+    const plain = await w.createTenant();
+    const rated = await addQueue(t.id, "rated", 1);
+    const pausedRated = await addQueue(plain.id, "paused-rated", 1);
+    await w.pool.query(`UPDATE queues SET paused = true WHERE id = $1`, [pausedRated]);
+    expect(await sql.tenantsWithRatedQueues(w.pool, [t.id, plain.id])).toEqual(new Set([t.id]));
+    expect(await sql.tenantsWithRatedQueues(w.pool, [])).toEqual(new Set());
+
+    await w.insertJobs({ ...t, queueId: rated }, 20, { dueInMs: -60_000 });
+    await w.insertJobs(t, 5, { dueInMs: -1_000 });
+    // Told (wrongly) that the tenant has no rated queue: only the unrated queue's 5 go, none of the rated 20.
+    const unratedOnly = await sql.claimDueJobs(w.pool, { shard: t.shard, epoch: "1", tenantId: t.id, limit: 50, rated: false });
+    expect(unratedOnly).toHaveLength(5);
+    expect(new Set(unratedOnly.map((c) => c.queue_id))).toEqual(new Set([t.queueId]));
+    // The full claim takes the rated queue's one for this second and advances its window.
+    const full = await sql.claimDueJobs(w.pool, { shard: t.shard, epoch: "1", tenantId: t.id, limit: 50 });
+    expect(full.map((c) => c.queue_id)).toEqual([rated]);
+    expect((await w.pool.query(`SELECT rate_window_count FROM queues WHERE id = $1`, [rated])).rows[0]).toEqual({ rate_window_count: 1 });
+  });
+
   it("a fractional rate carries its allowance from second to second: 0.5/s is one claim in every other second", async () => {
     const t = await w.createTenant();
     const queueId = await addQueue(t.id, "slow", 0.5);

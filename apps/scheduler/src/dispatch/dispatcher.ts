@@ -96,6 +96,8 @@ export class Dispatcher {
       this.config.holder,
       lease,
       async (client) => {
+        // Tenants without a rate-limited queue take the claim without its rate windows, on its generic plan (#18).
+        const rated = await sql.prepareClaims(client, [...room.keys()]);
         // Up to three passes: budget a tenant could not use (fewer due jobs than its share) goes to the others.
         for (let pass = 0; pass < 3 && budget > 0; pass++) {
           const candidates = [...room.entries()]
@@ -104,7 +106,7 @@ export class Dispatcher {
           const allocation = drr.allocate(candidates, budget);
           if (allocation.size === 0) break;
           for (const [tenantId, n] of allocation) {
-            const claimed = await sql.claimDueJobs(client, { shard: lease.shard, epoch: lease.epoch, tenantId, limit: n, heldDependencies: heldByTenant.get(tenantId) ?? [], chunks });
+            const claimed = await sql.claimDueJobs(client, { shard: lease.shard, epoch: lease.epoch, tenantId, limit: n, heldDependencies: heldByTenant.get(tenantId) ?? [], chunks, rated: rated.has(tenantId) });
             chunks.offset += claimed.length;
             claimedRows.push(...claimed);
             round.perTenant.set(tenantId, (round.perTenant.get(tenantId) ?? 0) + claimed.length);
