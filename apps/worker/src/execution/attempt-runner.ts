@@ -345,7 +345,8 @@ async function runInSlots(
   if (completion.status === "scheduled" && completion.dueAt) {
     await deps.noteDue(started.shard, started.tenant_id, completion.dueAt.getTime()).catch(() => {});
   }
-  logger.info({ ...context, status: completion.status, outcome, httpStatus: result.status, durationMs: result.durationMs }, "attempt completed");
+  // Built only when it is written: the line's object per job showed in the worker's profile at level warn (#18).
+  if (logger.isLevelEnabled("info")) logger.info({ ...context, status: completion.status, outcome, httpStatus: result.status, durationMs: result.durationMs }, "attempt completed");
   return { kind: "completed", status: completion.status ?? decision.kind };
 }
 
