@@ -78,8 +78,8 @@ describe("a queue's rate_per_second (#20)", () => {
     const rated = await addQueue(t.id, "rated", 1);
     const pausedRated = await addQueue(plain.id, "paused-rated", 1);
     await w.pool.query(`UPDATE queues SET paused = true WHERE id = $1`, [pausedRated]);
-    expect(await sql.tenantsWithRatedQueues(w.pool, [t.id, plain.id])).toEqual(new Set([t.id]));
-    expect(await sql.tenantsWithRatedQueues(w.pool, [])).toEqual(new Set());
+    expect((await sql.roundFacts(w.pool, t.shard, [t.id, plain.id])).rated).toEqual(new Set([t.id]));
+    expect((await sql.roundFacts(w.pool, t.shard, [])).rated).toEqual(new Set());
 
     await w.insertJobs({ ...t, queueId: rated }, 20, { dueInMs: -60_000 });
     await w.insertJobs(t, 5, { dueInMs: -1_000 });
@@ -87,6 +87,10 @@ describe("a queue's rate_per_second (#20)", () => {
     const unratedOnly = await sql.claimDueJobs(w.pool, { shard: t.shard, epoch: "1", tenantId: t.id, limit: 50, rated: false });
     expect(unratedOnly).toHaveLength(5);
     expect(new Set(unratedOnly.map((c) => c.queue_id))).toEqual(new Set([t.queueId]));
+    // The round's facts count them as queued for the broker (dispatched, not started), by tenant.
+    const facts = await sql.roundFacts(w.pool, t.shard, [t.id]);
+    expect(facts.queued.total).toBe(5);
+    expect(facts.queued.byTenant).toEqual(new Map([[t.id, 5]]));
     // The full claim takes the rated queue's one for this second and advances its window.
     const full = await sql.claimDueJobs(w.pool, { shard: t.shard, epoch: "1", tenantId: t.id, limit: 50 });
     expect(full.map((c) => c.queue_id)).toEqual([rated]);

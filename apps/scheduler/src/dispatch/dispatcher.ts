@@ -73,7 +73,8 @@ export class Dispatcher {
     // Who is due first (the Redis index answers without touching Postgres): an idle shard costs no query.
     const { tenants: due, mode, generations } = await this.dueSource.find(lease.shard);
     if (due.length === 0) return round;
-    const queued = await sql.countQueuedAttempts(this.pool, lease.shard);
+    // The broker-side backlog, and which due tenants have a rate-limited queue (their claim keeps its rate windows).
+    const { queued, rated } = await sql.roundFacts(this.pool, lease.shard, due.map((t) => t.tenant_id));
     let budget = Math.min(this.config.batch, this.config.maxQueuedPerShard - queued.total, this.rate.available());
     if (budget <= 0) {
       this.metrics.dispatchThrottled.inc({ reason: this.config.maxQueuedPerShard - queued.total <= 0 ? "queue_full" : "rate" });
@@ -96,8 +97,6 @@ export class Dispatcher {
       this.config.holder,
       lease,
       async (client) => {
-        // Tenants without a rate-limited queue take the claim without its rate windows, on its generic plan (#18).
-        const rated = await sql.prepareClaims(client, [...room.keys()]);
         // Up to three passes: budget a tenant could not use (fewer due jobs than its share) goes to the others.
         for (let pass = 0; pass < 3 && budget > 0; pass++) {
           const candidates = [...room.entries()]

@@ -113,11 +113,10 @@ export async function claimDueJobs(
     heldDependencies?: string[];
     chunks?: ClaimChunks;
     /**
-     * Whether the tenant may have a rate-limited queue (default true). False (the dispatcher read, in the same
-     * transaction, that it has none: prepareClaims) claims with a statement without the rate
-     * windows' CTEs, planned in less time (#18). It never claims from a rate-limited queue (it reads only
-     * queues without a rate), so a rate set meanwhile holds that queue's jobs until the next round; it is
-     * never exceeded.
+     * Whether the tenant may have a rate-limited queue (default true). False (the dispatcher read at the start
+     * of the round that it has none: roundFacts) claims with a statement without the rate windows' CTEs (less
+     * to plan and run, #18). It never claims from a rate-limited queue (it reads only queues without a rate), so
+     * a rate set on a queue meanwhile holds its jobs until the next round; it is never exceeded.
      */
     rated?: boolean;
   },
@@ -154,17 +153,14 @@ export async function claimDueJobs(
               END AS room
          FROM rated q, win
      ), `;
-  // Not a named statement (#18): its generic plan, chosen after five calls, read a 50,000-job backlog on
-  // every claim (78 ms a call against 8 with a plan made for the call's own tenant and limit).
+  // Not a named statement (#18): a generic plan is made once per connection with the statistics of the moment.
+  // Tried for this claim twice: with its rate windows (seventh session) the generic plan read a 50,000-job
+  // backlog on every claim (78 ms a call against 8); without them (ninth session), checked on a table analyzed
+  // with 100,000 jobs it was the right index scan (100-row claims 5-6 ms against 7-8), but in a full bench run
+  // the quiet tenant's p99 went from 205 ms alone to 10 s under the fairness burst (due → claimed 7.7 s); most
+  // likely the plan, made at the first claims on a near-empty table, did not fit the burst's backlog (not
+  // confirmed). A plan per call costs 1.8-2.2 ms of planning; it stays.
   const { rows } = await db.query<ClaimedJob>({
-    // Planning the claim cost 1.8-2.2 ms a call, as much as running it (#18, pg_stat_statements over a
-    // burn-down). The claim without rate windows is a named statement, and the dispatch transaction asks
-    // for its generic plan (prepareClaims): an index scan of jobs_due_idx per queue under the LIMIT, planned
-    // once per connection. Measured with 50,000 due jobs of one tenant and 50,000 future jobs of another
-    // beside a small tenant's 2,000: 100-row claims 5-6 ms against 7-8 ms planned per call, 5-row claims
-    // 0.8-1.0 ms against 2.1-2.9. The claim with rate windows stays unnamed: its generic plan read a
-    // 50,000-job backlog on every claim (78 ms a call against 8 with a plan made for the call's own tenant and limit).
-    ...(rated ? {} : { name: "tick_claim_unrated" }),
     text: `WITH ${rated ? ratedCtes : ""}room AS (
        SELECT q.id AS queue_id, ${concurrencyRoom("q")} AS room
          FROM queues q WHERE q.tenant_id = $2 AND NOT q.paused AND q.rate_per_second IS NULL
@@ -219,35 +215,24 @@ export async function claimDueJobs(
 }
 
 /**
- * Readies a dispatch transaction for its claims: named statements in it use their generic plan (SET LOCAL:
- * this transaction only; the claim without rate windows is the one that gains), and the answer is which of
- * these tenants have a rate-limited queue (claimDueJobs' `rated`).
+ * What a dispatch round reads before its transaction, in one statement: the dispatched attempts of the shard
+ * not yet started by a worker, per tenant (the broker-side backlog, for backpressure and each tenant's fair
+ * rank), and which of the round's tenants have a rate-limited queue that is not paused (claimDueJobs'
+ * `rated`). Read before the claim, the second may be a round old: a queue given a rate meanwhile is held for a
+ * round by the claim without rate windows (it reads only queues without a rate), never over its rate.
  */
-export async function prepareClaims(db: Queryable, tenantIds: readonly string[]): Promise<Set<string>> {
-  await db.query(`SET LOCAL plan_cache_mode = force_generic_plan`);
-  return tenantsWithRatedQueues(db, tenantIds);
-}
-
-/** Which of these tenants have a rate-limited queue that is not paused (what claimDueJobs' `rated` asks). */
-export async function tenantsWithRatedQueues(db: Queryable, tenantIds: readonly string[]): Promise<Set<string>> {
-  if (tenantIds.length === 0) return new Set();
-  const { rows } = await db.query<{ tenant_id: string }>(
-    `SELECT DISTINCT tenant_id FROM queues WHERE tenant_id = ANY($1::uuid[]) AND rate_per_second IS NOT NULL AND NOT paused`,
-    [tenantIds],
+export async function roundFacts(db: Queryable, shard: number, tenantIds: readonly string[]): Promise<{ queued: { total: number; byTenant: Map<string, number> }; rated: Set<string> }> {
+  const { rows } = await db.query<{ rated: boolean; tenant_id: string; n: number }>(
+    `SELECT false AS rated, tenant_id, count(*)::int AS n FROM jobs WHERE shard = $1 AND status = 'dispatched' GROUP BY tenant_id
+     UNION ALL
+     SELECT DISTINCT true, tenant_id, 0 FROM queues WHERE tenant_id = ANY($2::uuid[]) AND rate_per_second IS NOT NULL AND NOT paused`,
+    [shard, tenantIds],
   );
-  return new Set(rows.map((r) => r.tenant_id));
-}
-
-/**
- * Dispatched attempts of a shard not yet started by a worker, per tenant: the broker-side backlog, for
- * backpressure (their total) and for each tenant's fair rank (its own).
- */
-export async function countQueuedAttempts(db: Queryable, shard: number): Promise<{ total: number; byTenant: Map<string, number> }> {
-  const { rows } = await db.query<{ tenant_id: string; n: number }>(
-    `SELECT tenant_id, count(*)::int AS n FROM jobs WHERE shard = $1 AND status = 'dispatched' GROUP BY tenant_id`,
-    [shard],
-  );
-  return { total: rows.reduce((sum, r) => sum + r.n, 0), byTenant: new Map(rows.map((r) => [r.tenant_id, r.n])) };
+  const queued = rows.filter((r) => !r.rated);
+  return {
+    queued: { total: queued.reduce((sum, r) => sum + r.n, 0), byTenant: new Map(queued.map((r) => [r.tenant_id, r.n])) },
+    rated: new Set(rows.filter((r) => r.rated).map((r) => r.tenant_id)),
+  };
 }
 
 /**
