@@ -230,7 +230,20 @@ export async function runRegionFailover(options: { log: (line: string) => void; 
     await sleep(STEADY_MS);
 
     for (const l of loads) await l.stop();
-    await tenants[0]!.client.call("pauseSchedule", { params: { id: schedule.body.id } });
+    // Paused as a careful client pauses: retried until acknowledged. Right after region a's return a request
+    // can fail (a connection of its console to the old primary); unpaused, the schedule keeps one occurrence
+    // live and the drain never ends (seen in CI: the drain's listing showed an occurrence due in 0.5 s).
+    let paused = false;
+    for (let attempt = 1, deadline = Date.now() + 30_000; !paused && Date.now() < deadline; attempt++) {
+      const res = await tenants[0]!.client.call("pauseSchedule", { params: { id: schedule.body.id } }).catch((err: Error) => err);
+      const failure = res instanceof Error ? res.message : res.ok ? null : `HTTP ${res.status} ${JSON.stringify(res.problem).slice(0, 200)}`;
+      paused = failure === null;
+      if (!paused) {
+        log(`pausing the schedule, try ${attempt}: ${failure}; again in 500 ms`);
+        await sleep(500);
+      }
+    }
+    if (!paused) violations.push("the schedule could not be paused through the API within 30 s after region a's return");
     phases.at(-1)!.endedAt = Date.now();
     log("drain: load stopped, schedule paused, waiting for every job to finish");
     await drainJobs(b.pool, log);
