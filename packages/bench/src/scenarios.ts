@@ -155,6 +155,15 @@ async function burnDownOnce(ctx: Context, n: number, concurrency: number, system
     const keys = Array.from({ length: n }, (_, i) => ({ key: `${system}-${i}`, url: ctx.sink.url }));
     // databaseUrl null: no store at all (the bare client), so no cost to read.
     const measure = async (databaseUrl: string | null, redis: Redis | null, enqueue: (jobs: typeof keys) => Promise<void>, remaining: () => Promise<number>) => {
+      // The store is asked only once the sink has seen every job: a count every 50 ms while the jobs run
+      // is load on the system measured (Tick's cost 3.5 ms a call, #18), the same for every system.
+      const burnedDown = (label: string, count: number, timeoutMs: number) =>
+        until(ctx, label, async () => {
+          const delivered = ctx.sink.distinct();
+          if (delivered < count) return { ok: false, progress: `${delivered} of ${count} delivered` };
+          const left = await remaining();
+          return { ok: left === 0, progress: `${delivered} of ${count} delivered, ${left} not finished` };
+        }, timeoutMs);
       // A queue system's processes start cold (JIT, connection pools, caches); a production one runs warm.
       // Each burns down WARM_UP_JOBS of the same jobs first, untimed (the bare client's process has no
       // store to warm: the sink warm-up above already ran the same calls).
@@ -162,11 +171,7 @@ async function burnDownOnce(ctx: Context, n: number, concurrency: number, system
         const warmUpJobs = Math.min(WARM_UP_JOBS, n);
         const warmKeys = Array.from({ length: warmUpJobs }, (_, i) => ({ key: `${system}-warm-${i}`, url: ctx.sink.url }));
         await enqueue(warmKeys);
-        await until(ctx, `${system} warm-up`, async () => {
-          const delivered = ctx.sink.distinct();
-          if (delivered < warmUpJobs) return { ok: false, progress: `${delivered} of ${warmUpJobs} delivered` };
-          return { ok: (await remaining()) === 0, progress: `${delivered} of ${warmUpJobs} delivered` };
-        }, 120_000);
+        await burnedDown(`${system} warm-up`, warmUpJobs, 120_000);
         ctx.sink.reset();
       }
       const before = databaseUrl ? await snapshotCost(databaseUrl, redis) : null;
@@ -174,14 +179,7 @@ async function burnDownOnce(ctx: Context, n: number, concurrency: number, system
       const cpuBefore = await machineCpuMs();
       const started = performance.now();
       await enqueue(keys);
-      // The store is asked only once the sink has seen every job: a count every 50 ms while the jobs run
-      // is load on the system measured (Tick's cost 3.5 ms a call, #18), the same for every system.
-      await until(ctx, system, async () => {
-        const delivered = ctx.sink.distinct();
-        if (delivered < n) return { ok: false, progress: `${delivered} of ${n} delivered` };
-        const left = await remaining();
-        return { ok: left === 0, progress: `${delivered} of ${n} delivered, ${left} not finished` };
-      }, 600_000);
+      await burnedDown(system, n, 600_000);
       const seconds = (performance.now() - started) / 1000;
       const machineCpuMsPerJob = Math.round(((await machineCpuMs()) - cpuBefore) / n * 1000) / 1000;
       const cost = databaseUrl && before ? await costPerJob(databaseUrl, before, await snapshotCost(databaseUrl, redis), n) : NO_COST;
@@ -459,14 +457,15 @@ async function probeClaim(ctx: Context, cluster: TickCluster): Promise<{ p50Ms: 
   const plans: string[] = [];
   const client = await cluster.pool.connect();
   try {
-    // The plan of the claim the timed runs use (a new tenant has no rate-limited queue), planned for these values.
-    await sql.claimDueJobs(explainer(client, plans), { ...claim, rated: false });
+    // As the dispatcher claims: a tenant without a rate-limited queue (a new one has none) gets the claim
+    // without rate windows. Its plan first, then the timed runs.
+    const { rated } = await sql.roundFacts(client, tenant.shard, [tenant.id]);
+    const asDispatched = { ...claim, rated: rated.has(tenant.id) };
+    await sql.claimDueJobs(explainer(client, plans), asDispatched);
     for (let i = 0; i < 200; i++) {
-      // As the dispatcher claims: a tenant without a rate-limited queue gets the claim without rate windows.
-      const { rated } = await sql.roundFacts(client, tenant.shard, [tenant.id]);
       await client.query("BEGIN");
       const t0 = performance.now();
-      await sql.claimDueJobs(client, { ...claim, rated: rated.has(tenant.id) });
+      await sql.claimDueJobs(client, asDispatched);
       timings.push(performance.now() - t0);
       await client.query("ROLLBACK");
     }

@@ -160,8 +160,8 @@ export async function claimDueJobs(
   // the quiet tenant's p99 went from 205 ms alone to 10 s under the fairness burst (due → claimed 7.7 s); most
   // likely the plan, made at the first claims on a near-empty table, did not fit the burst's backlog (not
   // confirmed). A plan per call costs 1.8-2.2 ms of planning; it stays.
-  const { rows } = await db.query<ClaimedJob>({
-    text: `WITH ${rated ? ratedCtes : ""}room AS (
+  const { rows } = await db.query<ClaimedJob>(
+    `WITH ${rated ? ratedCtes : ""}room AS (
        SELECT q.id AS queue_id, ${concurrencyRoom("q")} AS room
          FROM queues q WHERE q.tenant_id = $2 AND NOT q.paused AND q.rate_per_second IS NULL
        ${rated ? "UNION ALL SELECT queue_id, room FROM rated_room" : ""}
@@ -209,8 +209,8 @@ export async function claimDueJobs(
      )
      SELECT id, tenant_id, queue_id, version, fencing_token, attempt_id, priority, due_at, dependency_key, attempt_count, message_id
        FROM numbered ORDER BY rn`,
-    values: [args.shard, args.tenantId, args.limit, args.epoch, args.heldDependencies ?? [], chunks.ids, Math.max(1, chunks.size), chunks.offset],
-  });
+    [args.shard, args.tenantId, args.limit, args.epoch, args.heldDependencies ?? [], chunks.ids, Math.max(1, chunks.size), chunks.offset],
+  );
   return rows.map((r) => ({ ...r, fencing_token: String(r.fencing_token) }));
 }
 
