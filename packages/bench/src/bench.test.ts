@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { judge, renderTables } from "./report.js";
-import { burnDown, precision, type Context } from "./scenarios.js";
+import { burnDown, precision, slowWindows, type Context } from "./scenarios.js";
 import { startBenchSink, type BenchSink } from "./sink.js";
 
 // The benchmark suite's own check, small enough for CI: every system really burns its jobs down through
@@ -64,5 +64,20 @@ describe("benchmark scenarios (tiny)", () => {
     expect(r!.jobs).toBe(100);
     expect(r!.early).toBe(0);
     expect(r!.p50Ms).toBeGreaterThanOrEqual(0);
+  });
+});
+
+describe("slowWindows", () => {
+  it("groups the jobs over the limit by due time (a gap over 100 ms starts a new window) and lists the largest first", () => {
+    const due = [1000, 1010, 1020, 1030, 1500, 1510, 3000];
+    const lag = [60, 80, 10, 70, 90, 95, 55];
+    const claim = lag.map((l) => l - 5);
+    const start = lag.map(() => 5);
+    expect(slowWindows({ due, lag, claim, start }, 50)).toEqual([
+      { fromMs: 0, toMs: 30, jobs: 3, maxMs: 80, maxClaimMs: 75, maxStartMs: 5 },
+      { fromMs: 500, toMs: 510, jobs: 2, maxMs: 95, maxClaimMs: 90, maxStartMs: 5 },
+      { fromMs: 2000, toMs: 2000, jobs: 1, maxMs: 55, maxClaimMs: 50, maxStartMs: 5 },
+    ]);
+    expect(slowWindows({ due, lag, claim, start }, 100)).toEqual([]);
   });
 });

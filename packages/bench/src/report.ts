@@ -175,7 +175,7 @@ export function renderTables(report: BenchReport): string {
     );
   }
   if (precision) {
-    out.push("", "Due-time precision (start − due, database clock)", table(["jobs/s", "jobs", "p50 ms", "p99 ms", "max ms", "early"], precision.map((p) => [p.ratePerSecond, p.jobs, p.p50Ms, p.p99Ms, p.maxMs, p.early])));
+    out.push("", "Due-time precision (start − due, database clock)", table(["jobs/s", "jobs", "p50 ms", "p99 ms", "max ms", "early", "p99 due → claimed", "p99 claimed → started"], precision.map((p) => [p.ratePerSecond, p.jobs, p.p50Ms, p.p99Ms, p.maxMs, p.early, p.split?.claimP99Ms ?? "-", p.split?.startP99Ms ?? "-"])));
   }
   if (fairness) {
     out.push(

@@ -240,6 +240,41 @@ export interface PrecisionResult {
   maxMs: number;
   /** Attempts that started before their job's due time (must be 0). */
   early: number;
+  /** Where the tail comes from: the p99 of due → claimed (the dispatcher) and of claimed → started (broker and worker). */
+  split: { claimP99Ms: number; startP99Ms: number };
+  /**
+   * The jobs over the 500/s limit (50 ms), grouped into windows of due times (a gap under 100 ms joins
+   * them): a few windows mean stalls (a pause of some process), many single jobs a steady tail.
+   */
+  slowWindows: SlowWindow[];
+}
+
+export interface SlowWindow {
+  /** Due time of the window's first job, ms after the run's first job was due. */
+  fromMs: number;
+  toMs: number;
+  jobs: number;
+  maxMs: number;
+  /** The largest due → claimed and claimed → started in the window. */
+  maxClaimMs: number;
+  maxStartMs: number;
+}
+
+/** Jobs whose lag exceeds `overMs`, grouped by due time (see PrecisionResult.slowWindows); the 5 largest by jobs. */
+export function slowWindows(lags: { due: number[]; lag: number[]; claim: number[]; start: number[] }, overMs: number, gapMs = 100): SlowWindow[] {
+  const first = Math.min(...lags.due);
+  const slow = lags.due.map((due, i) => ({ due: Math.round(due - first), i })).filter(({ i }) => lags.lag[i]! > overMs).sort((a, b) => a.due - b.due);
+  const windows: SlowWindow[] = [];
+  for (const { due, i } of slow) {
+    let w = windows.at(-1);
+    if (!w || due - w.toMs > gapMs) windows.push((w = { fromMs: due, toMs: due, jobs: 0, maxMs: 0, maxClaimMs: 0, maxStartMs: 0 }));
+    w.toMs = due;
+    w.jobs++;
+    w.maxMs = Math.max(w.maxMs, round(lags.lag[i]!, 1));
+    w.maxClaimMs = Math.max(w.maxClaimMs, round(lags.claim[i]!, 1));
+    w.maxStartMs = Math.max(w.maxStartMs, round(lags.start[i]!, 1));
+  }
+  return windows.sort((a, b) => b.jobs - a.jobs).slice(0, 5);
 }
 
 /**
@@ -247,19 +282,15 @@ export interface PrecisionResult {
  * hands over: due → claimed (dispatched_at, the claim transaction's time: the dispatcher's share) and
  * claimed → started (the broker's and the worker's share). One read for all three.
  */
-async function firstAttemptLags(pool: pg.Pool, tenantId: string): Promise<{ lag: number[]; claim: number[]; start: number[] }> {
-  const { rows } = await pool.query<{ lag: number; claim: number; start: number }>(
-    `SELECT extract(epoch FROM a.started_at - j.due_at) * 1000 AS lag,
+async function firstAttemptLags(pool: pg.Pool, tenantId: string): Promise<{ due: number[]; lag: number[]; claim: number[]; start: number[] }> {
+  const { rows } = await pool.query<{ due: number; lag: number; claim: number; start: number }>(
+    `SELECT extract(epoch FROM j.due_at) * 1000 AS due, extract(epoch FROM a.started_at - j.due_at) * 1000 AS lag,
             extract(epoch FROM a.dispatched_at - j.due_at) * 1000 AS claim, extract(epoch FROM a.started_at - a.dispatched_at) * 1000 AS start
        FROM history.jobs_all j JOIN history.attempts_all a ON a.job_id = j.id AND a.number = 1
       WHERE j.tenant_id = $1 AND a.started_at IS NOT NULL`,
     [tenantId],
   );
-  return { lag: rows.map((r) => Number(r.lag)), claim: rows.map((r) => Number(r.claim)), start: rows.map((r) => Number(r.start)) };
-}
-
-async function lagsOf(pool: pg.Pool, tenantId: string): Promise<number[]> {
-  return (await firstAttemptLags(pool, tenantId)).lag;
+  return { due: rows.map((r) => Number(r.due)), lag: rows.map((r) => Number(r.lag)), claim: rows.map((r) => Number(r.claim)), start: rows.map((r) => Number(r.start)) };
 }
 
 /** The p99 of each part of a tenant's lag (firstAttemptLags). */
@@ -289,7 +320,8 @@ export async function precision(ctx: Context, rates: number[], seconds: number):
         const left = await liveJobs(cluster.pool, tenant.id);
         return { ok: left === 0, progress: `${left} of ${count} not finished` };
       }, 120_000 + seconds * 1000);
-      const lags = await lagsOf(cluster.pool, tenant.id);
+      const parts = await firstAttemptLags(cluster.pool, tenant.id);
+      const lags = parts.lag;
       const r: PrecisionResult = {
         ratePerSecond: rate,
         jobs: lags.length,
@@ -297,8 +329,13 @@ export async function precision(ctx: Context, rates: number[], seconds: number):
         p99Ms: round(percentile(lags, 99)!, 1),
         maxMs: round(Math.max(...lags), 1),
         early: lags.filter((l) => l < 0).length,
+        split: splitP99(parts),
+        slowWindows: slowWindows(parts, 50),
       };
-      ctx.log(`  ${rate}/s: p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, max ${r.maxMs} ms, early ${r.early}`);
+      ctx.log(`  ${rate}/s: p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, max ${r.maxMs} ms, early ${r.early} (p99 due → claimed ${r.split.claimP99Ms} ms, claimed → started ${r.split.startP99Ms} ms)`);
+      for (const w of r.slowWindows) {
+        ctx.log(`    over 50 ms: ${w.jobs} jobs due +${w.fromMs}–${w.toMs} ms, max ${w.maxMs} ms (due → claimed up to ${w.maxClaimMs}, claimed → started up to ${w.maxStartMs})`);
+      }
       results.push(r);
     }
     return results;
@@ -387,6 +424,10 @@ export async function fairness(ctx: Context, burst: number, trickleSeconds: numb
     ctx.log(`  quiet p99 ${result.quietSoloP99Ms} ms alone, ${result.quietUnderBurstP99Ms} ms under the burst; shares ${shares.join(" / ")} for weights 3 / 1`);
     const { solo: a, underBurst: b } = result.quietSplit;
     ctx.log(`  quiet p99 due → claimed ${a.claimP99Ms} / ${b.claimP99Ms} ms, claimed → started ${a.startP99Ms} / ${b.startP99Ms} ms (alone / under the burst)`);
+    // The quiet jobs over its limit under the burst, by when they fell due (after the burst began): stalls or a steady tail.
+    for (const w of slowWindows(quietLags, soloP99 * 1.5, 500)) {
+      ctx.log(`    quiet over ${Math.round(soloP99 * 1.5)} ms: ${w.jobs} jobs due +${w.fromMs}–${w.toMs} ms, max ${w.maxMs} ms (due → claimed up to ${w.maxClaimMs}, claimed → started up to ${w.maxStartMs})`);
+    }
     return result;
   });
 }

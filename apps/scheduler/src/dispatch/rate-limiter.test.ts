@@ -32,14 +32,31 @@ describe("RateLimiter", () => {
     expect(total / 30).toBeGreaterThan(rate * 0.85);
   });
 
-  it("no burst after an idle spell: the first second is capped too", () => {
+  it("no burst after an idle spell: at most a pace's burst at once, and the first second is capped too", () => {
     const clock = { t: 0 };
     const limiter = new RateLimiter(100, () => clock.t);
     clock.t = 60_000;
-    expect(limiter.available()).toBe(100);
-    limiter.take(100);
-    clock.t += 500;
+    // 100 ms of the pace (100 per 1,050 ms: 9.5 units) and one: 10 whole units.
+    expect(limiter.available()).toBe(10);
+    limiter.take(10);
     expect(limiter.available()).toBe(0);
+    const log = drain(limiter, clock, 10, 1000);
+    expect(log.reduce((s, l) => s + l.n, 0) + 10).toBeLessThanOrEqual(100);
+  });
+
+  it.each([
+    [2000, 5],
+    [2000, 20],
+    [200, 5],
+  ])("paces a backlog (%i/s, polled every %i ms): no gap between releases much longer than a unit's share of the window, after the first second", (rate, step) => {
+    const clock = { t: 0 };
+    const limiter = new RateLimiter(rate, () => clock.t);
+    const log = drain(limiter, clock, step, 10_000).filter((l) => l.at >= 1_100);
+    const gaps = log.slice(1).map((l, i) => l.at - log[i]!.at);
+    // A unit accrues every 1,050 / rate ms; a release waits at most for that and the next poll.
+    expect(Math.max(...gaps)).toBeLessThanOrEqual(Math.ceil(1050 / rate / step) * step + step);
+    // Nor does one release carry more than a poll's worth of units (plus the one that was accruing).
+    expect(Math.max(...log.map((l) => l.n))).toBeLessThanOrEqual(Math.ceil((rate * step) / 1000) + 1);
   });
 
   it("below one per second, one unit per 1/rate seconds", () => {
@@ -55,6 +72,8 @@ describe("RateLimiter", () => {
     const limiter = new RateLimiter(0, () => clock.t);
     expect(limiter.available()).toBe(0);
     limiter.setRate(10);
-    expect(limiter.available()).toBe(10);
+    expect(limiter.available()).toBeGreaterThanOrEqual(1);
+    const log = drain(limiter, clock, 50, 10_000);
+    expect(log.reduce((s, l) => s + l.n, 0)).toBeGreaterThanOrEqual(85);
   });
 });
