@@ -188,6 +188,13 @@ export async function startCluster(options: {
     await ready(`http://127.0.0.1:${healthPort}/healthz`, proc, name, "TICK_FAULT_POINTS" in extraEnv);
     return member;
   };
+  /** Runs a member's restarts in order (see restart). */
+  const queues = new Map<string, Promise<unknown>>();
+  const oneAtATime = <T>(name: string, fn: () => Promise<T>): Promise<T> => {
+    const run = (queues.get(name) ?? Promise.resolve()).catch(() => {}).then(fn);
+    queues.set(name, run);
+    return run;
+  };
   /** Stops every process (thawing the frozen first), closes the connections and proxies, and drops the database if asked. */
   const tearDown = async (graceMs: number, dropDatabase: boolean) => {
     for (const m of members.values()) {
@@ -241,15 +248,22 @@ export async function startCluster(options: {
       m.proc.child.kill("SIGCONT");
       m.frozen = false;
     },
-    /** Starts a member again (after a kill or a crash at a fault point), with different env if asked. */
-    async restart(m: Member, extraEnv: Record<string, string> = {}): Promise<Member> {
-      const current = members.get(m.name) ?? m;
-      if (current.frozen) current.proc.child.kill("SIGCONT");
-      if (alive(current)) {
-        current.proc.child.kill("SIGKILL");
-        await current.proc.exited;
-      }
-      return launch(m.name, m.role, extraEnv);
+    /**
+     * Starts a member again (after a kill or a crash at a fault point), with different env if asked. Restarts
+     * of one member run one after another: two faults of a mixed round that picked the same member (or a
+     * fault and the phase's heal) must not kill each other's process while it starts, which made a start
+     * fail as "exited before it was ready" and, in the heal, ended a long run.
+     */
+    restart(m: Member, extraEnv: Record<string, string> = {}): Promise<Member> {
+      return oneAtATime(m.name, async () => {
+        const current = members.get(m.name) ?? m;
+        if (current.frozen) current.proc.child.kill("SIGCONT");
+        if (alive(current)) {
+          current.proc.child.kill("SIGKILL");
+          await current.proc.exited;
+        }
+        return launch(m.name, m.role, extraEnv);
+      });
     },
     async restartRedis() {
       redisProc.child.kill("SIGKILL");
@@ -275,7 +289,7 @@ export async function startCluster(options: {
       redisProxy.restore();
       for (const m of members.values()) {
         if (m.frozen) this.thaw(m);
-        if (!alive(m)) await launch(m.name, m.role);
+        if (!alive(m)) await oneAtATime(m.name, async () => (alive(members.get(m.name) ?? m) ? members.get(m.name)! : launch(m.name, m.role)));
       }
     },
     async stop() {

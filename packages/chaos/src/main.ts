@@ -48,6 +48,17 @@ const log = (line: string) => process.stdout.write(`[chaos ${((Date.now() - star
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
+ * The faults of a mixed round, run together: every one ends before the round does, even when another
+ * failed (the heal that follows must not race a fault still restarting a process); the first failure is
+ * then reported.
+ */
+async function allFaults(runs: Promise<void>[]): Promise<void> {
+  const settled = await Promise.allSettled(runs);
+  const failed = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
+  if (failed) throw failed.reason;
+}
+
+/**
  * On top of fault + 2 lease TTLs: the reaper's grace on an attempt lease (2 s), its interval and the
  * dispatch and relay hops (under 1 s), and a loaded 2-core machine shared with other work (1 s).
  */
@@ -143,7 +154,7 @@ async function main() {
     if (args.rounds) {
       for (const [i, round] of args.rounds.split(",").entries()) {
         const parts = round.split("+").map((name) => PHASES.find((p) => p.name === name.trim()) ?? (() => { throw new Error(`--rounds: no phase named "${name}" (phases: ${PHASES.map((p) => p.name).join("; ")})`); })());
-        await runPhase({ name: `round ${i + 1}: ${parts.map((p) => p.name).join(" + ")}`, scenarios: parts.map((p) => p.scenarios).join(" "), faultMs: parts.length === 1 ? parts[0]!.faultMs : null, run: (ctx, ms) => Promise.all(parts.map((p) => p.run(ctx, ms))).then(() => undefined) });
+        await runPhase({ name: `round ${i + 1}: ${parts.map((p) => p.name).join(" + ")}`, scenarios: parts.map((p) => p.scenarios).join(" "), faultMs: parts.length === 1 ? parts[0]!.faultMs : null, run: (ctx, ms) => allFaults(parts.map((p) => p.run(ctx, ms))) });
       }
     } else for (const phase of PHASES) await runPhase(phase);
     for (let round = 1; args.durationMs && Date.now() - started < args.durationMs; round++) await runPhase(mixedPhase(round));
