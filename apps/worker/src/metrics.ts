@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import { LAG_BUCKET_BOUNDS_MS } from "@tick/core";
 import { MetricLabels } from "@tick/runtime";
+import type { CallSlots } from "./execution/call-slots.js";
 
 /** The scheduling-lag buckets of the console's rollups (core's LAG_BUCKET_BOUNDS_MS), in seconds. */
 const LAG_BUCKETS_SECONDS = LAG_BUCKET_BOUNDS_MS.map((ms) => ms / 1000);
@@ -19,8 +20,52 @@ export function createWorkerMetrics(registry: Registry, labels: MetricLabels = n
     new Counter({ name: "tick_breaker_opened_total", help: "Times a dependency's circuit breaker opened (dependency down), by dependency", labelNames: ["dependency"], registers: [registry] }),
     "dependency",
   );
+  // The attempt runner's two gates (call slots, start slots), read at each scrape: what is held and waiting
+  // now, and the running totals whose rates are the mean slots busy and attempts waiting (saturation).
+  const gates = new Map<string, CallSlots>();
+  /** A counter that follows one of a gate's running totals: each scrape adds what accrued since the last. */
+  const totalCounter = (name: string, help: string, total: (t: ReturnType<CallSlots["totals"]>) => number) => {
+    const reported = new Map<string, number>();
+    return new Counter({
+      name,
+      help,
+      labelNames: ["slot"],
+      registers: [registry],
+      collect() {
+        for (const [slot, gate] of gates) {
+          const now = total(gate.totals());
+          const accrued = now - (reported.get(slot) ?? 0);
+          reported.set(slot, now);
+          this.inc({ slot }, Math.max(0, accrued));
+        }
+      },
+    });
+  };
+  new Gauge({
+    name: "tick_worker_slots",
+    help: "The worker's attempt slots by slot (call: calls in flight; start: attempts being started or started and waiting for a call) and state (capacity, in_use, waiting: attempts queued for a slot)",
+    labelNames: ["slot", "state"],
+    registers: [registry],
+    collect() {
+      for (const [slot, gate] of gates) {
+        this.set({ slot, state: "capacity" }, gate.size);
+        this.set({ slot, state: "in_use" }, gate.inUse);
+        this.set({ slot, state: "waiting" }, gate.waiting);
+      }
+    },
+  });
+  totalCounter(
+    "tick_worker_slots_busy_seconds_total",
+    'Slot-seconds the worker\'s attempt slots were held, by slot; its rate is the mean slots busy (against tick_worker_slots{state="capacity"})',
+    (t) => t.busySeconds,
+  );
+  totalCounter("tick_worker_slots_waiting_seconds_total", "Attempt-seconds spent queued for a slot, by slot; its rate is the mean attempts waiting", (t) => t.waitingSeconds);
   return {
     labels,
+    /** Reports a slot gate of the attempt runner under `slot` (call, start). */
+    watchSlots: (slot: "call" | "start", gate: CallSlots) => {
+      gates.set(slot, gate);
+    },
     discarded: new Counter({ name: "tick_messages_discarded_total", help: "Dispatch messages not executed, by reason (cancelled, stale, duplicate, ...)", labelNames: ["reason"], registers: [registry] }),
     completed: new Counter({ name: "tick_attempts_completed_total", help: "Attempts completed, by the job's resulting status", labelNames: ["status"], registers: [registry] }),
     lateCompletions: new Counter({ name: "tick_late_completions_total", help: "Completions refused because the lease had been taken over (duplicate signals)", registers: [registry] }),

@@ -96,6 +96,8 @@ export function createAttemptWorker(deps: WorkerDeps) {
     faults: deps.faults ?? NO_FAULTS,
     noteDue: (shard: number, tenantId: string, dueAtMs: number) => dueIndex.noteDue(shard, tenantId, dueAtMs),
   };
+  metrics.watchSlots("call", runnerDeps.slots);
+  metrics.watchSlots("start", runnerDeps.startSlots);
   const runnerConfig = { workerId: config.id, leaseMs: config.leaseMs, heartbeatMs: config.heartbeatMs };
 
   const webhookConfig = { maxTries: config.webhookMaxTries ?? 10, timeoutMs: 10_000, retryBaseMs: config.webhookRetryBaseMs, retryMaxMs: 3_600_000 };

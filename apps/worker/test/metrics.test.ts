@@ -50,6 +50,32 @@ describe("worker metrics", () => {
     expect(seriesValue(schedulerMetrics, "tick_shards_held")).toBe(4);
   });
 
+  it("the attempt slots: capacity, calls held in flight, and slot-seconds that grow while they are held", async () => {
+    await w.startScheduler();
+    const worker = await w.startWorker({ WORKER_CONCURRENCY: "4" });
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    sink.respond((req) => (req.path.startsWith("/held/") ? { status: 200, hold: held } : undefined));
+    const t = await w.createTenant();
+    for (let i = 0; i < 2; i++) await w.createJob(t, sink.url(`/held/${i}`));
+    await waitFor(() => sink.requests.filter((r) => r.path.startsWith("/held/")).length === 2, { timeoutMs: 20_000, description: "both calls in flight" });
+    const first = await scrape(worker.healthPort);
+    expect(seriesValue(first, "tick_worker_slots", { slot: "call", state: "capacity" })).toBe(4);
+    expect(seriesValue(first, "tick_worker_slots", { slot: "start", state: "capacity" })).toBe(4);
+    expect(seriesValue(first, "tick_worker_slots", { slot: "call", state: "in_use" })).toBe(2);
+    expect(seriesValue(first, "tick_worker_slots", { slot: "call", state: "waiting" })).toBe(0);
+    await new Promise((r) => setTimeout(r, 500));
+    const second = await scrape(worker.healthPort);
+    // Two calls held for the 0.5 s between the scrapes: about one slot-second more (timers are not exact).
+    const grew = seriesValue(second, "tick_worker_slots_busy_seconds_total", { slot: "call" }) - seriesValue(first, "tick_worker_slots_busy_seconds_total", { slot: "call" });
+    expect(grew).toBeGreaterThan(0.9);
+    expect(grew).toBeLessThan(1.5);
+    expect(seriesValue(second, "tick_worker_slots_waiting_seconds_total", { slot: "call" })).toBe(0);
+    release();
+    await waitFor(async () => seriesValue(await scrape(worker.healthPort), "tick_attempts_completed_total", { status: "succeeded" }) === 2, { description: "both completed" });
+    expect(seriesValue(await scrape(worker.healthPort), "tick_worker_slots", { slot: "call", state: "in_use" })).toBe(0);
+  });
+
   it("a failing dependency: unhealthy calls, its breaker open in tick_breaker_state and tick_breakers_open, its retry budget watched", async () => {
     await w.startScheduler();
     const worker = await w.startWorker({ BREAKER_MIN_REQUESTS: "4", BREAKER_OPEN_FOR: "60s", BREAKER_WINDOW: "30s", BREAKER_RETRY_BUDGET: "1" });

@@ -71,6 +71,43 @@ export interface BurnDownResult {
   cost: CostPerJob;
   /** jobs/s of every round, in the order run; the figures above are the median round's. */
   roundRates: number[];
+  /**
+   * Tick only: the worker's attempt slots over the timed window, as means (tick_worker_slots_*_seconds_total
+   * rates): calls in flight against the call slots' capacity, attempts waiting for a call slot, and the
+   * same for start slots. Calls well below capacity with nothing waiting: the worker was short of work.
+   */
+  workerSlots?: WorkerSlotsMeans;
+}
+
+export interface WorkerSlotsMeans {
+  capacity: number;
+  callsBusy: number;
+  waitingForCall: number;
+  startsBusy: number;
+  waitingForStart: number;
+}
+
+/** The worker's slot totals from its /metrics (tick_worker_slots_*_seconds_total, tick_worker_slots capacity). */
+async function workerSlotTotals(healthPort: number): Promise<{ capacity: number; values: Map<string, number> }> {
+  const text = await (await fetch(`http://127.0.0.1:${healthPort}/metrics`)).text();
+  const values = new Map<string, number>();
+  let capacity = 0;
+  // Series carry the registry's default label (app) beside their own; the slot and state are matched wherever they sit.
+  for (const m of text.matchAll(/^(tick_worker_slots(?:_busy|_waiting)_seconds_total)\{[^}]*slot="(\w+)"[^}]*\} (\S+)$/gm)) values.set(`${m[1]}/${m[2]}`, Number(m[3]));
+  const cap = /^tick_worker_slots\{(?=[^}]*slot="call")(?=[^}]*state="capacity")[^}]*\} (\S+)$/m.exec(text);
+  if (cap) capacity = Number(cap[1]);
+  return { capacity, values };
+}
+
+function slotMeans(before: Awaited<ReturnType<typeof workerSlotTotals>>, after: Awaited<ReturnType<typeof workerSlotTotals>>, seconds: number): WorkerSlotsMeans {
+  const mean = (key: string) => Math.round((((after.values.get(key) ?? 0) - (before.values.get(key) ?? 0)) / seconds) * 10) / 10;
+  return {
+    capacity: after.capacity,
+    callsBusy: mean("tick_worker_slots_busy_seconds_total/call"),
+    waitingForCall: mean("tick_worker_slots_waiting_seconds_total/call"),
+    startsBusy: mean("tick_worker_slots_busy_seconds_total/start"),
+    waitingForStart: mean("tick_worker_slots_waiting_seconds_total/start"),
+  };
 }
 
 /** CPU time used by the whole machine so far (every CPU's busy time, from /proc/stat), in ms; 0 where unavailable. */
@@ -154,7 +191,14 @@ async function burnDownOnce(ctx: Context, n: number, concurrency: number, system
     ctx.sink.reset();
     const keys = Array.from({ length: n }, (_, i) => ({ key: `${system}-${i}`, url: ctx.sink.url }));
     // databaseUrl null: no store at all (the bare client), so no cost to read.
-    const measure = async (databaseUrl: string | null, redis: Redis | null, enqueue: (jobs: typeof keys) => Promise<void>, remaining: () => Promise<number>) => {
+    const measure = async (
+      databaseUrl: string | null,
+      redis: Redis | null,
+      enqueue: (jobs: typeof keys) => Promise<void>,
+      remaining: () => Promise<number>,
+      /** Tick's worker, whose slots are read around the timed window. */
+      workerHealthPort?: number,
+    ) => {
       // The store is asked only once the sink has seen every job: a count every 50 ms while the jobs run
       // is load on the system measured (Tick's cost 3.5 ms a call, #18), the same for every system.
       const burnedDown = (label: string, count: number, timeoutMs: number) =>
@@ -176,6 +220,7 @@ async function burnDownOnce(ctx: Context, n: number, concurrency: number, system
       }
       const before = databaseUrl ? await snapshotCost(databaseUrl, redis) : null;
       const breakdown = process.env.BENCH_CPU_BREAKDOWN ? await processCpuMs() : null;
+      const slotsBefore = workerHealthPort ? await workerSlotTotals(workerHealthPort) : null;
       const cpuBefore = await machineCpuMs();
       const started = performance.now();
       await enqueue(keys);
@@ -185,6 +230,13 @@ async function burnDownOnce(ctx: Context, n: number, concurrency: number, system
       const cost = databaseUrl && before ? await costPerJob(databaseUrl, before, await snapshotCost(databaseUrl, redis), n) : NO_COST;
       const result: BurnDownResult = { system, jobs: n, seconds: round(seconds), jobsPerSecond: Math.round(n / seconds), machineCpuMsPerJob, cost, roundRates: [] };
       ctx.log(`  ${system}: ${result.jobsPerSecond} jobs/s (${result.seconds} s, ${machineCpuMsPerJob} ms of machine CPU per job)`);
+      if (workerHealthPort && slotsBefore) {
+        const s = slotMeans(slotsBefore, await workerSlotTotals(workerHealthPort), seconds);
+        result.workerSlots = s;
+        ctx.log(
+          `    worker slots (means): calls in flight ${s.callsBusy} of ${s.capacity}, waiting for a call ${s.waitingForCall}; start slots held ${s.startsBusy} of ${s.capacity}, waiting for one ${s.waitingForStart}`,
+        );
+      }
       if (breakdown) {
         const after = await processCpuMs();
         const perJob = [...after]
@@ -208,7 +260,8 @@ async function burnDownOnce(ctx: Context, n: number, concurrency: number, system
           await cluster.startScheduler();
           await cluster.startWorker();
           const tenant = await cluster.createTenant({ maxInFlight: 10_000 });
-          await measure(databaseUrl, redis, (jobs) => cluster.createJobs(tenant, jobs), () => liveJobs(cluster.pool, tenant.id));
+          const worker = cluster.processes.find((p) => p.name.startsWith("worker"))!;
+          await measure(databaseUrl, redis, (jobs) => cluster.createJobs(tenant, jobs), () => liveJobs(cluster.pool, tenant.id), worker.healthPort);
         },
         // No global dispatch cap (the peers have none); same concurrency as the peers.
         { SCHEDULER_DISPATCH_RATE: "1000000", WORKER_CONCURRENCY: String(concurrency) },
