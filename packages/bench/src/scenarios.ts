@@ -172,8 +172,6 @@ export async function burnDown(ctx: Context, n: number, concurrency: number, sys
   });
 }
 
-/** Jobs each queue system burns down untimed before its timed run (at most the run's own count; see burnDownOnce's measure). */
-const WARM_UP_JOBS = 1_000;
 
 async function burnDownOnce(ctx: Context, n: number, concurrency: number, systems: BurnDownSystem[]): Promise<BurnDownResult[]> {
   const results: BurnDownResult[] = [];
@@ -209,13 +207,15 @@ async function burnDownOnce(ctx: Context, n: number, concurrency: number, system
           return { ok: left === 0, progress: `${delivered} of ${count} delivered, ${left} not finished` };
         }, timeoutMs);
       // A queue system's processes start cold (JIT, connection pools, caches); a production one runs warm.
-      // Each burns down WARM_UP_JOBS of the same jobs first, untimed (the bare client's process has no
-      // store to warm: the sink warm-up above already ran the same calls).
+      // Each burns down a run of the same size first, untimed (the bare client's process has no store to
+      // warm: the sink warm-up above already ran the same calls). A run of 1,000 was not enough: a profile of
+      // the timed window (perf, whole machine) still had Tick's worker compiling its hot path with TurboFan on
+      // its helper threads, 9-10 % of all samples (pg-boss's worker 2.7 %); after 10,000, 1.8 % (#18).
       if (databaseUrl || redis) {
-        const warmUpJobs = Math.min(WARM_UP_JOBS, n);
+        const warmUpJobs = n;
         const warmKeys = Array.from({ length: warmUpJobs }, (_, i) => ({ key: `${system}-warm-${i}`, url: ctx.sink.url }));
         await enqueue(warmKeys);
-        await burnedDown(`${system} warm-up`, warmUpJobs, 120_000);
+        await burnedDown(`${system} warm-up`, warmUpJobs, 600_000);
         ctx.sink.reset();
       }
       const before = databaseUrl ? await snapshotCost(databaseUrl, redis) : null;
