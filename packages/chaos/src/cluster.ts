@@ -237,8 +237,17 @@ export async function startCluster(options: {
     consoleProcess: () => consoleProc,
     redisProcess: () => redisProc,
     alive,
-    kill(m: Member) {
-      m.proc.child.kill("SIGKILL");
+    /**
+     * SIGKILLs a member once any start of it already under way has finished (see restart): a kill that picked a
+     * member another fault of the round was restarting hit the new process while it started, and that fault
+     * failed as "exited before it was ready" (seed 12518, mixed round 14). Resolves with the process killed.
+     */
+    kill(m: Member): Promise<Member> {
+      return oneAtATime(m.name, async () => {
+        const current = members.get(m.name) ?? m;
+        current.proc.child.kill("SIGKILL");
+        return current;
+      });
     },
     freeze(m: Member) {
       m.proc.child.kill("SIGSTOP");

@@ -40,7 +40,7 @@ const kill = (role: Role, downMs: number) => async (ctx: FaultContext, ms: numbe
     const m = pickMember(ctx, role);
     await ctx.lastLook?.(m);
     ctx.log(`SIGKILL ${m.name}`);
-    ctx.cluster.kill(m);
+    await ctx.cluster.kill(m);
     ctx.injected(`kill ${role}`);
     await sleep(downMs);
     await ctx.cluster.restart(m);
