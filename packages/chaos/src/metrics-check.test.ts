@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { checkLogs } from "./log-check.js";
-import { counterDelta, parseMetrics, type Scrape } from "./metrics-check.js";
+import { clockOffsetCheck, counterDelta, parseMetrics, type Scrape } from "./metrics-check.js";
 
 describe("parseMetrics", () => {
   it("reads tick_ series with labels, escapes and infinities, and skips the rest", () => {
@@ -69,5 +69,44 @@ describe("checkLogs", () => {
 
   it("passes clean lines", () => {
     expect(checkLogs([{ process: "scheduler-1", text: JSON.stringify({ msg: "shard lease acquired", shard: 2, epoch: "9" }) }], secrets).violations).toEqual([]);
+  });
+});
+
+describe("clockOffsetCheck", () => {
+  // The database clock is injected ~113 days ahead: every process's measured offset is about -9,782,390 s.
+  const DB = -9_782_390;
+  const scrape = (process: string, skewMs: number, offset: number): Scrape => ({
+    process,
+    role: process.startsWith("worker") ? "worker" : "scheduler",
+    incarnation: 1,
+    id: process,
+    skewMs,
+    phase: "clock skew within the margin",
+    moment: "during",
+    at: 0,
+    samples: [{ name: "tick_clock_offset_seconds", labels: {}, value: offset }],
+  });
+
+  it("judges each skewed process's offset relative to the unskewed ones", () => {
+    const good = clockOffsetCheck([scrape("worker-1", 0, DB), scrape("scheduler-1", 0, DB + 0.01), scrape("worker-2", 1_800, DB + 1.8), scrape("scheduler-2", -1_800, DB - 1.79)]);
+    expect(good.ok).toBe(true);
+    const off = clockOffsetCheck([scrape("worker-1", 0, DB), scrape("worker-2", 1_800, DB + 4)]);
+    expect(off.ok).toBe(false);
+    expect(off.observed).toContain("worker-2 +4.00 s (skew 1.8 s)");
+  });
+
+  it("does not take a process's gauge before its first reading (0) for an offset, skewed or not", () => {
+    const check = clockOffsetCheck([
+      scrape("worker-1", 0, DB),
+      scrape("worker-3", 0, 0),
+      scrape("scheduler-1", 0, 0),
+      scrape("scheduler-2", -1_800, 0),
+      scrape("scheduler-2", -1_800, DB - 1.8),
+      scrape("worker-2", 1_800, DB + 1.8),
+    ]);
+    expect(check.ok).toBe(true);
+    expect(check.observed).not.toContain("9782");
+    // Nothing measured from any skewed process: not a pass.
+    expect(clockOffsetCheck([scrape("worker-1", 0, DB), scrape("worker-2", 1_800, 0)]).ok).toBe(false);
   });
 });
