@@ -172,7 +172,6 @@ export async function burnDown(ctx: Context, n: number, concurrency: number, sys
   });
 }
 
-
 async function burnDownOnce(ctx: Context, n: number, concurrency: number, systems: BurnDownSystem[]): Promise<BurnDownResult[]> {
   const results: BurnDownResult[] = [];
   // The sink runs in this process and starts cold (JIT, connections): it is warmed with 1,000 calls before

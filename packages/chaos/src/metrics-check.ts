@@ -317,7 +317,6 @@ export async function checkMetrics(args: {
   return checks;
 }
 
-
 /**
  * S13: each skewed process reports its skew, relative to the unskewed ones (the database clock may be
  * injected). A process scraped before its store probe's first reading still shows the gauge's initial 0 (the
