@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { judge, renderTables } from "./report.js";
-import { burnDown, precision, slowWindows, type Context } from "./scenarios.js";
+import { burnDown, deliveryTimeline, precision, slowWindows, type Context } from "./scenarios.js";
 import { startBenchSink, type BenchSink } from "./sink.js";
 
 // The benchmark suite's own check, small enough for CI: every system really burns its jobs down through
@@ -23,6 +23,9 @@ describe("benchmark scenarios (tiny)", () => {
     for (const r of results) {
       expect(r.jobs).toBe(200);
       expect(r.jobsPerSecond).toBeGreaterThan(0);
+      // Every job's first arrival at the sink is in the timeline, between the start and "done".
+      expect(r.timeline!.callsPerBucket.reduce((a, b) => a + b, 0)).toBe(200);
+      expect(r.timeline!.lastCallMs!).toBeLessThanOrEqual(r.timeline!.doneMs);
     }
     const byName = Object.fromEntries(results.map((r) => [r.system, r.cost]));
     // Tick writes to Postgres and Redis; the Postgres peers only to Postgres; BullMQ only to Redis.
@@ -64,6 +67,17 @@ describe("benchmark scenarios (tiny)", () => {
     expect(r!.jobs).toBe(100);
     expect(r!.early).toBe(0);
     expect(r!.p50Ms).toBeGreaterThanOrEqual(0);
+  });
+});
+
+describe("deliveryTimeline", () => {
+  it("counts first arrivals per 100 ms since the start, with the enqueue, first and last call and done times", () => {
+    const t = deliveryTimeline([1_050, 1_060, 1_199, 1_200, 1_420], 1_000, 30.4, 480);
+    expect(t).toEqual({ enqueuedMs: 30, firstCallMs: 50, lastCallMs: 420, doneMs: 480, callsPerBucket: [2, 1, 1, 0, 1] });
+  });
+
+  it("an empty run has one empty bucket and no call times", () => {
+    expect(deliveryTimeline([], 0, 1, 0)).toEqual({ enqueuedMs: 1, firstCallMs: null, lastCallMs: null, doneMs: 0, callsPerBucket: [0] });
   });
 });
 

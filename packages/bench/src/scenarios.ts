@@ -77,6 +77,16 @@ export interface BurnDownResult {
    * same for start slots. Calls well below capacity with nothing waiting: the worker was short of work.
    */
   workerSlots?: WorkerSlotsMeans;
+  /** The median round's delivery over time (deliveryTimeline); absent in reports from before it existed. */
+  timeline?: BurnDownTimeline;
+}
+
+export interface BurnDownTimeline {
+  enqueuedMs: number;
+  firstCallMs: number | null;
+  lastCallMs: number | null;
+  doneMs: number;
+  callsPerBucket: number[];
 }
 
 export interface WorkerSlotsMeans {
@@ -223,12 +233,17 @@ async function burnDownOnce(ctx: Context, n: number, concurrency: number, system
       const cpuBefore = await machineCpuMs();
       const started = performance.now();
       await enqueue(keys);
+      const enqueuedMs = performance.now() - started;
       await burnedDown(system, n, 600_000);
       const seconds = (performance.now() - started) / 1000;
+      const timeline = deliveryTimeline(ctx.sink.arrivals(), started, enqueuedMs, seconds * 1000);
       const machineCpuMsPerJob = Math.round(((await machineCpuMs()) - cpuBefore) / n * 1000) / 1000;
       const cost = databaseUrl && before ? await costPerJob(databaseUrl, before, await snapshotCost(databaseUrl, redis), n) : NO_COST;
-      const result: BurnDownResult = { system, jobs: n, seconds: round(seconds), jobsPerSecond: Math.round(n / seconds), machineCpuMsPerJob, cost, roundRates: [] };
+      const result: BurnDownResult = { system, jobs: n, seconds: round(seconds), jobsPerSecond: Math.round(n / seconds), machineCpuMsPerJob, cost, roundRates: [], timeline };
       ctx.log(`  ${system}: ${result.jobsPerSecond} jobs/s (${result.seconds} s, ${machineCpuMsPerJob} ms of machine CPU per job)`);
+      ctx.log(
+        `    timeline: enqueued by ${timeline.enqueuedMs} ms, first call ${timeline.firstCallMs} ms, last ${timeline.lastCallMs} ms, done ${timeline.doneMs} ms; calls per ${TIMELINE_BUCKET_MS} ms: ${timeline.callsPerBucket.join(" ")}`,
+      );
       if (workerHealthPort && slotsBefore) {
         const s = slotMeans(slotsBefore, await workerSlotTotals(workerHealthPort), seconds);
         result.workerSlots = s;
@@ -717,4 +732,28 @@ export async function history(ctx: Context, historyCounts: number[], dueJobs: nu
     );
   }
   return results;
+}
+
+/** The width of a burn-down timeline's buckets. */
+export const TIMELINE_BUCKET_MS = 100;
+
+/**
+ * Where a burn-down's time went, from the sink's first arrival of each job: when the enqueue returned, the
+ * first and last call, when the store said done, and the calls per bucket (ms since the timed run started).
+ * It shows what one rate cannot: a slow start, the enqueue slowing delivery, waves, a long tail.
+ */
+export function deliveryTimeline(arrivals: readonly number[], startedAt: number, enqueuedMs: number, doneMs: number): BurnDownTimeline {
+  const since = arrivals.map((t) => t - startedAt);
+  const callsPerBucket: number[] = Array.from({ length: Math.max(1, Math.ceil(doneMs / TIMELINE_BUCKET_MS)) }, () => 0);
+  for (const t of since) {
+    const i = Math.min(callsPerBucket.length - 1, Math.max(0, Math.floor(t / TIMELINE_BUCKET_MS)));
+    callsPerBucket[i]!++;
+  }
+  return {
+    enqueuedMs: Math.round(enqueuedMs),
+    firstCallMs: since.length ? Math.round(Math.min(...since)) : null,
+    lastCallMs: since.length ? Math.round(Math.max(...since)) : null,
+    doneMs: Math.round(doneMs),
+    callsPerBucket,
+  };
 }

@@ -10,6 +10,8 @@ export interface BenchSink {
   received(): number;
   /** Distinct keys seen. */
   distinct(): number;
+  /** When each distinct key first arrived (performance.now(), in arrival order), since the last reset. */
+  arrivals(): readonly number[];
   reset(): void;
   close(): Promise<void>;
 }
@@ -17,6 +19,7 @@ export interface BenchSink {
 export async function startBenchSink(): Promise<BenchSink> {
   let count = 0;
   let keys = new Set<string>();
+  let arrivals: number[] = [];
   const server = http.createServer((req, res) => {
     let body = "";
     req.setEncoding("utf8");
@@ -33,7 +36,10 @@ export async function startBenchSink(): Promise<BenchSink> {
           key = "";
         }
       }
-      if (key) keys.add(key);
+      if (key && !keys.has(key)) {
+        keys.add(key);
+        arrivals.push(performance.now());
+      }
       res.writeHead(200, { "content-type": "application/json" }).end('{"ok":true}');
     });
   });
@@ -44,9 +50,11 @@ export async function startBenchSink(): Promise<BenchSink> {
     url: `http://127.0.0.1:${port}/work`,
     received: () => count,
     distinct: () => keys.size,
+    arrivals: () => arrivals,
     reset() {
       count = 0;
       keys = new Set();
+      arrivals = [];
     },
     close: () =>
       new Promise((r) => {

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { childTraceContext, formatTraceparent } from "@tick/core";
 import { createDueIndex } from "@tick/due-index";
 import { createPool, shardForTenant, sql } from "@tick/db";
 import { freePort, startProcess, type RunningProcess } from "@tick/testing";
@@ -119,6 +120,7 @@ export async function startTickCluster(options: { databaseUrl: string; redisUrl:
             dependency_key: null,
             callback_url: null,
             metadata: {},
+            traceparent: formatTraceparent(childTraceContext(null)),
           }),
         );
         const created = await sql.insertJobs(pool, tenant, chunk, 24 * 3_600_000);

@@ -79,6 +79,12 @@ export interface NewJob {
  * key is taken in `idempotency_keys` by the same statement (ON CONFLICT DO NOTHING waits for a concurrent
  * insert of the same key to commit or abort, so concurrent identical requests converge on one job), and
  * it keeps holding after the job moves to history. Returns the rows actually inserted.
+ *
+ * Only what the database decides comes back over the wire (the due, expiry and creation times as epoch
+ * milliseconds, and the trace context when it started one); the rest of each row is the caller's own input,
+ * put together here (#18: RETURNING * made the client parse 33 columns a row, most of them just sent, and
+ * was two thirds of a bulk insert's client CPU). The test beside this file holds the composed rows equal to
+ * the stored ones, so a new column or default cannot drift unseen.
  */
 export async function insertJobs(
   db: Queryable,
@@ -86,7 +92,7 @@ export async function insertJobs(
   jobs: NewJob[],
   idempotencyTtlMs: number,
 ): Promise<JobRow[]> {
-  const { rows } = await db.query<JobRow>(
+  const { rows } = await db.query<InsertedJob>(
     `WITH x AS (
        SELECT * FROM jsonb_to_recordset($3::jsonb) AS x(
               id uuid, queue_id uuid, run_at timestamptz, delay_ms bigint, expires_at timestamptz, priority int,
@@ -110,10 +116,73 @@ export async function insertJobs(
             x.method, x.url, x.headers, x.body, x.timeout_ms, x.max_attempts, x.backoff, x.dependency_key,
             x.callback_url, x.metadata, coalesce(x.traceparent, new_traceparent()), x.tracestate, now()
        FROM x WHERE x.idempotency_key IS NULL OR x.id IN (SELECT job_id FROM keys)
-     RETURNING *`,
+     RETURNING id, ${epochMs("due_at")} AS due_at, ${epochMs("expires_at")} AS expires_at,
+               ${epochMs("idempotency_expires_at")} AS idempotency_expires_at, ${epochMs("created_at")} AS created_at,
+               traceparent`,
     [tenant.id, tenant.shard, JSON.stringify(jobs), idempotencyTtlMs],
   );
-  return rows;
+  const input = new Map(jobs.map((j) => [j.id, j]));
+  return rows.map((r) => insertedRow(tenant, input.get(r.id)!, r));
+}
+
+/** What an insert's RETURNING carries: the values the database decided, times as epoch milliseconds. */
+interface InsertedJob {
+  id: string;
+  due_at: number;
+  expires_at: number | null;
+  idempotency_expires_at: number | null;
+  created_at: number;
+  /** The stored trace context: the caller's, or the one the column default started. */
+  traceparent: string | null;
+}
+
+/** A timestamptz as epoch milliseconds (float8): parsed as a number, not as a date string per value. */
+const epochMs = (column: string) => `extract(epoch FROM ${column})::float8 * 1000`;
+
+/** `new Date(ms)` keeps the millisecond (truncated), as pg's own parse of the timestamp text does. */
+const dateOf = (ms: number | null): Date | null => (ms === null ? null : new Date(ms));
+
+/** An inserted job's row: the caller's input, the tenant's shard and the database's values (insertJobs). */
+function insertedRow(tenant: { id: string; shard: number }, job: NewJob, r: InsertedJob): JobRow {
+  const createdAt = new Date(r.created_at);
+  return {
+    id: job.id,
+    tenant_id: tenant.id,
+    queue_id: job.queue_id,
+    shard: tenant.shard,
+    status: JOB_STATUS_WRITES.insertJobs.creates,
+    version: 1,
+    due_at: new Date(r.due_at),
+    expires_at: dateOf(r.expires_at),
+    priority: job.priority,
+    idempotency_key: job.idempotency_key,
+    request_hash: job.request_hash,
+    idempotency_expires_at: dateOf(r.idempotency_expires_at),
+    method: job.method,
+    url: job.url,
+    headers: job.headers,
+    body: job.body,
+    timeout_ms: job.timeout_ms,
+    attempt_count: 0,
+    max_attempts: job.max_attempts,
+    backoff: job.backoff as JobRow["backoff"],
+    fencing_token: "0",
+    current_attempt_id: null,
+    dependency_key: job.dependency_key,
+    callback_url: job.callback_url,
+    metadata: job.metadata,
+    last_error: null,
+    result: null,
+    schedule_id: null,
+    occurrence_at: null,
+    replay_id: null,
+    cancel_requested_at: null,
+    traceparent: r.traceparent,
+    tracestate: job.tracestate ?? null,
+    created_at: createdAt,
+    updated_at: createdAt,
+    finished_at: null,
+  };
 }
 
 /**

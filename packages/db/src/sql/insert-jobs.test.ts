@@ -1,0 +1,89 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type pg from "pg";
+import { createPool } from "../client.js";
+import { createTestDatabase, testServerUrl, type TestDatabase } from "../testing.js";
+import { insertJobs, type JobRow, type NewJob } from "./jobs.js";
+
+// insertJobs reads back only what the database decides and composes the rest of each row from its input
+// (#18). These tests hold every composed row equal to the row Postgres stored, column for column, so a new
+// column, a changed default or a trigger cannot make the API answer with something other than what it kept.
+let db: TestDatabase;
+let pool: pg.Pool;
+const tenant = { id: randomUUID(), shard: 3 };
+const queueId = randomUUID();
+
+beforeAll(async () => {
+  db = await createTestDatabase(testServerUrl());
+  pool = createPool(db.url, { max: 2 });
+  await pool.query(
+    `INSERT INTO tenants (id, slug, name, shard, weight, admission_rate, admission_burst, max_pending_jobs, max_in_flight, updated_at)
+     VALUES ($1, $2, $2, $3, 1, 100, 100, 1000, 100, now())`,
+    [tenant.id, `t-${tenant.id.slice(0, 8)}`, tenant.shard],
+  );
+  await pool.query(`INSERT INTO queues (id, tenant_id, name, updated_at) VALUES ($1, $2, 'default', now())`, [queueId, tenant.id]);
+});
+afterAll(async () => {
+  await pool?.end();
+  await db?.drop();
+});
+
+const job = (over: Partial<NewJob> = {}): NewJob => ({
+  id: randomUUID(),
+  queue_id: queueId,
+  run_at: null,
+  delay_ms: 0,
+  expires_at: null,
+  priority: 0,
+  idempotency_key: null,
+  request_hash: null,
+  method: "POST",
+  url: "https://example.com/hook",
+  headers: {},
+  body: null,
+  timeout_ms: 10_000,
+  max_attempts: 5,
+  backoff: { strategy: "exponential", baseMs: 1000, maxMs: 60_000, jitter: "full" },
+  dependency_key: null,
+  callback_url: null,
+  metadata: {},
+  ...over,
+});
+
+const stored = async (ids: string[]): Promise<Map<string, JobRow>> => {
+  const { rows } = await pool.query<JobRow>(`SELECT * FROM jobs WHERE id = ANY($1::uuid[])`, [ids]);
+  return new Map(rows.map((r) => [r.id, r]));
+};
+
+describe("insertJobs", () => {
+  it("returns each inserted row exactly as stored, whatever the job sets", async () => {
+    const jobs = [
+      job(),
+      job({ run_at: "2031-03-04T05:06:07.891Z", expires_at: "2031-03-05T00:00:00.5+02:00", priority: 7 }),
+      job({ delay_ms: 90_000, idempotency_key: `key-${randomUUID()}`, request_hash: "h1", body: '{"a":1}', headers: { "x-b": "2", "x-a": "1" } }),
+      job({ method: "PUT", timeout_ms: 1_234, max_attempts: 9, backoff: { strategy: "fixed", baseMs: 5, maxMs: 5, jitter: "none" } }),
+      job({ dependency_key: "payments", callback_url: "https://example.com/cb", metadata: { z: [1, 2.5, "x"], a: { nested: true, n: null } } }),
+      job({ traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", tracestate: "vendor=value" }),
+    ];
+    const inserted = await insertJobs(pool, tenant, jobs, 3_600_000);
+    expect(inserted.map((r) => r.id).sort()).toEqual(jobs.map((j) => j.id).sort());
+    const rows = await stored(jobs.map((j) => j.id));
+    for (const row of inserted) expect(row).toEqual(rows.get(row.id));
+    // The column default started a trace for the jobs that brought none; the caller's is kept.
+    expect(inserted.find((r) => r.id === jobs[0]!.id)!.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+    expect(inserted.find((r) => r.id === jobs[5]!.id)).toMatchObject({ traceparent: jobs[5]!.traceparent, tracestate: "vendor=value" });
+  });
+
+  it("skips a job whose idempotency key the tenant already holds, and returns only what it inserted", async () => {
+    const key = `key-${randomUUID()}`;
+    const [first] = await insertJobs(pool, tenant, [job({ idempotency_key: key, request_hash: "h" })], 60_000);
+    const again = job({ idempotency_key: key, request_hash: "h" });
+    const other = job({ idempotency_key: `key-${randomUUID()}`, request_hash: "h" });
+    const inserted = await insertJobs(pool, tenant, [again, other], 60_000);
+    expect(inserted.map((r) => r.id)).toEqual([other.id]);
+    const rows = await stored([first!.id, other.id]);
+    expect(first).toEqual(rows.get(first!.id));
+    expect(inserted[0]).toEqual(rows.get(other.id));
+    expect((await stored([again.id])).size).toBe(0);
+  });
+});
