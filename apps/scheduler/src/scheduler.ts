@@ -31,7 +31,7 @@ export interface SchedulerConfig {
   dispatchIntervalMs: number;
   /** Wait between rounds while due work is left (default 5 ms). */
   dispatchBusyIntervalMs?: number;
-  /** Most attempts per broker message (default 50). */
+  /** Most attempts per broker message (default 100). */
   dispatchChunk?: number;
   dispatchBatch: number;
   maxQueuedPerShard: number;
@@ -217,7 +217,7 @@ export function createScheduler(deps: SchedulerDeps) {
       holder: config.id,
       batch: config.dispatchBatch,
       maxQueuedPerShard: config.maxQueuedPerShard,
-      chunkSize: config.dispatchChunk ?? 50,
+      chunkSize: config.dispatchChunk ?? 100,
       publishTimeoutMs: config.publishTimeoutMs,
     },
     dispatchRate,
