@@ -95,18 +95,18 @@ describe("clockOffsetCheck", () => {
     expect(off.observed).toContain("worker-2 +4.00 s (skew 1.8 s)");
   });
 
-  it("does not take a process's gauge before its first reading (0) for an offset, skewed or not", () => {
+  it("does not take a process's gauge before its first reading (NaN) for an offset, skewed or not", () => {
     const check = clockOffsetCheck([
       scrape("worker-1", 0, DB),
-      scrape("worker-3", 0, 0),
-      scrape("scheduler-1", 0, 0),
-      scrape("scheduler-2", -1_800, 0),
+      scrape("worker-3", 0, Number.NaN),
+      scrape("scheduler-1", 0, Number.NaN),
+      scrape("scheduler-2", -1_800, Number.NaN),
       scrape("scheduler-2", -1_800, DB - 1.8),
       scrape("worker-2", 1_800, DB + 1.8),
     ]);
     expect(check.ok).toBe(true);
     expect(check.observed).not.toContain("9782");
     // Nothing measured from any skewed process: not a pass.
-    expect(clockOffsetCheck([scrape("worker-1", 0, DB), scrape("worker-2", 1_800, 0)]).ok).toBe(false);
+    expect(clockOffsetCheck([scrape("worker-1", 0, DB), scrape("worker-2", 1_800, Number.NaN)]).ok).toBe(false);
   });
 });

@@ -319,13 +319,12 @@ export async function checkMetrics(args: {
 
 /**
  * S13: each skewed process reports its skew, relative to the unskewed ones (the database clock may be
- * injected). A process scraped before its store probe's first reading still shows the gauge's initial 0 (the
- * CI run at 2b33426 scraped scheduler-2 just after its skewed restart and read "+9782386.84 s"); the database
- * clock is injected months away in these runs, so a measured offset is never exactly 0: such samples are not
- * readings, and a skewed process with none is not judged.
+ * injected). A process scraped before its store probe's first reading exports NaN (the CI run at 2b33426, when
+ * the gauge started at 0, scraped scheduler-2 just after its skewed restart and read "+9782386.84 s"): such a
+ * sample is not a reading, and a skewed process with none is not judged.
  */
 export function clockOffsetCheck(list: Scrape[]): MetricCheck {
-  const measured = (s: Scrape) => valuesOf(s, "tick_clock_offset_seconds").filter((v) => v !== 0);
+  const measured = (s: Scrape) => valuesOf(s, "tick_clock_offset_seconds").filter((v) => Number.isFinite(v));
   const base = median(list.filter((s) => s.skewMs === 0).flatMap(measured));
   const seen: string[] = [];
   let ok = false;

@@ -20,6 +20,8 @@ describe("store probe", () => {
       intervalMs: 3_600_000,
     });
     try {
+      // Not measured yet (the first probe is still on its way): NaN, never a false "in sync" 0.
+      expect(await value(registry, "tick_clock_offset_seconds")).toBeNaN();
       await probe.probe();
       expect(await value(registry, "tick_clock_offset_seconds")).toBeCloseTo(5, 1);
       expect(await value(registry, "tick_store_up", { store: "database" })).toBe(1);
@@ -41,6 +43,8 @@ describe("store probe", () => {
       await probe.probe();
       expect(await value(registry, "tick_store_up", { store: "database" })).toBe(0);
       expect(await value(registry, "tick_store_up", { store: "redis" })).toBe(1);
+      // A database that never answered gave no reading: the offset stays unmeasured.
+      expect(await value(registry, "tick_clock_offset_seconds")).toBeNaN();
     } finally {
       probe.stop();
     }

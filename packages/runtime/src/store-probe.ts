@@ -34,6 +34,8 @@ function within<T>(promise: Promise<T>, ms: number): Promise<T> {
  * the round trip, so a slow answer shifts it by at most half the round trip), and `tick_store_up`.
  * Tick decides by the database clock (S13); the offset says how far a host drifted, for an alert before it
  * reaches the lease margins, and `tick_store_up` tells a store outage from a broken process.
+ * Until its first reading the offset is NaN, not 0: a process that has not measured yet must not look like a
+ * host in perfect sync (an alert on `abs(...) > x` stays quiet on NaN, and a check can tell the two apart).
  */
 export function startStoreProbe(options: StoreProbeOptions): StoreProbe {
   const { registry, timeoutMs = 5_000 } = options;
@@ -42,6 +44,7 @@ export function startStoreProbe(options: StoreProbeOptions): StoreProbe {
     help: "This process's wall clock minus the database's clock, measured at the midpoint of a query's round trip (positive: this host is ahead)",
     registers: [registry],
   });
+  offset.set(Number.NaN);
   const up = new Gauge({ name: "tick_store_up", help: "1 when the store answered this process's last probe, 0 when not (store: database, redis)", labelNames: ["store"], registers: [registry] });
   const probe = async () => {
     await Promise.all([
