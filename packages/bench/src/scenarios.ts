@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { sql } from "@tick/db";
 import { createTestDatabase, testServerUrl } from "@tick/db/testing";
-import { testRedisUrl } from "@tick/testing";
+import { matching, seriesValue, testRedisUrl } from "@tick/testing";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { costPerJob, round, snapshotCost, type CostPerJob } from "./cost.js";
@@ -101,12 +101,10 @@ export interface WorkerSlotsMeans {
 async function workerSlotTotals(healthPort: number): Promise<{ capacity: number; values: Map<string, number> }> {
   const text = await (await fetch(`http://127.0.0.1:${healthPort}/metrics`)).text();
   const values = new Map<string, number>();
-  let capacity = 0;
-  // Series carry the registry's default label (app) beside their own; the slot and state are matched wherever they sit.
-  for (const m of text.matchAll(/^(tick_worker_slots(?:_busy|_waiting)_seconds_total)\{[^}]*slot="(\w+)"[^}]*\} (\S+)$/gm)) values.set(`${m[1]}/${m[2]}`, Number(m[3]));
-  const cap = /^tick_worker_slots\{(?=[^}]*slot="call")(?=[^}]*state="capacity")[^}]*\} (\S+)$/m.exec(text);
-  if (cap) capacity = Number(cap[1]);
-  return { capacity, values };
+  for (const name of ["tick_worker_slots_busy_seconds_total", "tick_worker_slots_waiting_seconds_total"]) {
+    for (const s of matching(text, name)) values.set(`${name}/${s.labels.slot}`, s.value);
+  }
+  return { capacity: seriesValue(text, "tick_worker_slots", { slot: "call", state: "capacity" }), values };
 }
 
 function slotMeans(before: Awaited<ReturnType<typeof workerSlotTotals>>, after: Awaited<ReturnType<typeof workerSlotTotals>>, seconds: number): WorkerSlotsMeans {

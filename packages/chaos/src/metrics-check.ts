@@ -1,12 +1,8 @@
 import type pg from "pg";
+import { samples, type Sample } from "@tick/testing";
 import type { Cluster, Member } from "./cluster.js";
 
-/** One series of a scrape. */
-export interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
+export type { Sample };
 
 /** One process's /metrics at one moment. */
 export interface Scrape {
@@ -25,21 +21,9 @@ export interface Scrape {
   samples: Sample[];
 }
 
-const unescape = (v: string) => v.replace(/\\(["\\n])/g, (_, c: string) => (c === "n" ? "\n" : c));
-
 /** The Prometheus text format's `tick_` series (comments and other series skipped). */
 export function parseMetrics(text: string): Sample[] {
-  const out: Sample[] = [];
-  for (const line of text.split("\n")) {
-    if (!line.startsWith("tick_")) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line);
-    if (!m) continue;
-    const labels: Record<string, string> = {};
-    for (const l of (m[2] ?? "").matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = unescape(l[2]!);
-    const raw = m[3]!;
-    out.push({ name: m[1]!, labels, value: raw === "+Inf" ? Infinity : raw === "-Inf" ? -Infinity : Number(raw) });
-  }
-  return out;
+  return samples(text).filter((s) => s.name.startsWith("tick_"));
 }
 
 type Filter = Record<string, string>;

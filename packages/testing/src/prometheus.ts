@@ -7,16 +7,32 @@ export interface Sample {
   value: number;
 }
 
-/** The samples of an exposition (label values unescaped enough for the tests' ASCII values). */
+/** A label value as written in the text format, unescaped (`\\`, `\"`, `\n`). */
+const unescapeLabel = (v: string) => v.replace(/\\(["\\n])/g, (_, c: string) => (c === "n" ? "\n" : c));
+
+/** A sample value: a float, or `+Inf`, `-Inf`, `NaN` in any case (prom-client writes `Nan`). */
+export function sampleValue(raw: string): number {
+  const lower = raw.toLowerCase();
+  if (lower === "+inf" || lower === "inf") return Infinity;
+  if (lower === "-inf") return -Infinity;
+  if (lower === "nan") return Number.NaN;
+  return Number(raw);
+}
+
+/**
+ * The samples of an exposition in the Prometheus text format: one per series line (comments skipped), with
+ * its labels unescaped and its value read as the format writes it; a trailing timestamp is ignored. The one
+ * parser of the tests, the chaos suite and the bench.
+ */
 export function samples(text: string): Sample[] {
   const out: Sample[] = [];
   for (const line of text.split("\n")) {
     if (!line || line.startsWith("#")) continue;
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+-?\d+)?$/.exec(line);
     if (!match) continue;
     const labels: Record<string, string> = {};
-    for (const [, key, value] of (match[2] ?? "").matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[key!] = value!.replace(/\\(.)/g, "$1");
-    out.push({ name: match[1]!, labels, value: Number(match[3]) });
+    for (const [, key, value] of (match[2] ?? "").matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[key!] = unescapeLabel(value!);
+    out.push({ name: match[1]!, labels, value: sampleValue(match[3]!) });
   }
   return out;
 }
