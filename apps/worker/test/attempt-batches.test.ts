@@ -3,7 +3,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { createPool, shardForTenant, sql } from "@tick/db";
-import { createTestDatabase, testServerUrl, type TestDatabase } from "@tick/db/testing";
+import { createTestDatabase, newTestJob, testServerUrl, type TestDatabase } from "@tick/db/testing";
 import { startTcpProxy, waitFor } from "@tick/testing";
 import { createAttemptCompleter } from "../src/execution/attempt-completer.js";
 import { createAttemptStarter } from "../src/execution/attempt-starter.js";
@@ -34,26 +34,9 @@ async function dispatchedJobs(n: number): Promise<{ attemptId: string; jobId: st
   const jobs = await sql.insertJobs(
     pool,
     tenant,
-    Array.from({ length: n }, () => ({
-      id: crypto.randomUUID(),
-      queue_id: tenant.queueId,
-      run_at: null,
-      delay_ms: 0,
-      expires_at: null,
-      priority: 0,
-      idempotency_key: null,
-      request_hash: null,
-      method: "POST",
-      url: "http://127.0.0.1:1/",
-      headers: {},
-      body: "{}",
-      timeout_ms: 30_000,
-      max_attempts: 3,
-      backoff: { strategy: "fixed" as const, baseMs: 100, maxMs: 100, jitter: "none" as const },
-      dependency_key: null,
-      callback_url: null,
-      metadata: {},
-    })),
+    Array.from({ length: n }, () =>
+      newTestJob(tenant.queueId, { url: "http://127.0.0.1:1/", body: "{}", max_attempts: 3, backoff: { strategy: "fixed", baseMs: 100, maxMs: 100, jitter: "none" } }),
+    ),
     86_400_000,
   );
   const out = [];

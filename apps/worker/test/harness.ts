@@ -6,7 +6,7 @@ import type pg from "pg";
 import { dependencyOf } from "@tick/core";
 import { createDueIndex } from "@tick/due-index";
 import { createPool, shardForTenant, sql } from "@tick/db";
-import { createTestDatabase, testServerUrl, type TestDatabase } from "@tick/db/testing";
+import { createTestDatabase, newTestJob, testServerUrl, type TestDatabase } from "@tick/db/testing";
 import { createTestRedis, startProcess, waitFor, type RunningProcess, type TestRedis } from "@tick/testing";
 import { startSink, type Sink } from "./sink.js";
 
@@ -84,28 +84,20 @@ export async function createProcessWorld(): Promise<ProcessWorld> {
     },
     async createJob(tenant, url, options = {}) {
       const [row] = await sql.insertJobs(pool, tenant, [
-        {
-          id: crypto.randomUUID(),
-          queue_id: tenant.queueId,
-          run_at: null,
-          delay_ms: 0,
+        newTestJob(tenant.queueId, {
           expires_at: options.expiresInMs === undefined ? null : new Date(Date.now() + options.expiresInMs).toISOString(),
-          priority: 0,
           idempotency_key: options.idempotencyKey ?? null,
           request_hash: options.idempotencyKey ? "test" : null,
-          method: "POST",
           url,
           headers: options.headers ?? {},
           body: "{}",
-          timeout_ms: 30_000,
           max_attempts: options.maxAttempts ?? 5,
           backoff: { strategy: "fixed", baseMs: 100, maxMs: 100, jitter: "none" },
           dependency_key: dependencyOf(url, null),
           callback_url: options.callbackUrl ?? null,
-          metadata: {},
           traceparent: options.traceparent ?? null,
           tracestate: options.tracestate ?? null,
-        },
+        }),
       ], 86_400_000);
       await dueIndex.noteDue(tenant.shard, tenant.id, row!.due_at.getTime());
       return row!.id;

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { generateApiKey, shardForTenant, sql } from "@tick/db";
-import { createTestDatabase, testServerUrl } from "@tick/db/testing";
+import { createTestDatabase, newTestJob, testServerUrl } from "@tick/db/testing";
 import { freePort, startProcess, testRedisUrl, type RunningProcess } from "@tick/testing";
 import { Redis } from "ioredis";
 import pg from "pg";
@@ -212,26 +212,15 @@ export async function apiIngest(ctx: Context, sizes: { singleRequests: number; p
     ctx.log(`api ingest: bare sql.insertJobs of ${jobs} rows, 1,000 per statement`);
     const t0 = performance.now();
     for (let i = 0; i < jobs; i += 1_000) {
-      const rows = Array.from({ length: 1_000 }, (): sql.NewJob => ({
-        id: randomUUID(),
-        queue_id: tick.tenant.queueId,
-        run_at: null,
-        delay_ms: 3_600_000,
-        expires_at: null,
-        priority: 0,
-        idempotency_key: `bare-${seq++}`,
-        request_hash: randomUUID().replace(/-/g, ""),
-        method: "POST",
-        url: ctx.sink.url,
-        headers: {},
-        body: "{}",
-        timeout_ms: 30_000,
-        max_attempts: 5,
-        backoff: { strategy: "exponential", baseMs: 1000, maxMs: 60_000, jitter: "full" },
-        dependency_key: null,
-        callback_url: null,
-        metadata: {},
-      }));
+      const rows = Array.from({ length: 1_000 }, () =>
+        newTestJob(tick.tenant.queueId, {
+          delay_ms: 3_600_000,
+          idempotency_key: `bare-${seq++}`,
+          request_hash: randomUUID().replace(/-/g, ""),
+          url: ctx.sink.url,
+          body: "{}",
+        }),
+      );
       await sql.insertJobs(tick.pool, tick.tenant, rows, 24 * 3_600_000);
     }
     const bareSeconds = (performance.now() - t0) / 1000;

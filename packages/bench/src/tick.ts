@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { childTraceContext, formatTraceparent } from "@tick/core";
 import { createDueIndex } from "@tick/due-index";
 import { createPool, shardForTenant, sql } from "@tick/db";
+import { newTestJob } from "@tick/db/testing";
 import { freePort, startProcess, type RunningProcess } from "@tick/testing";
 import { Redis } from "ioredis";
 import type pg from "pg";
@@ -98,30 +99,17 @@ export async function startTickCluster(options: { databaseUrl: string; redisUrl:
     async createJobs(tenant, jobs) {
       for (let i = 0; i < jobs.length; i += 1_000) {
         const chunk = jobs.slice(i, i + 1_000).map(
-          (j): sql.NewJob => ({
-            id: randomUUID(),
-            queue_id: tenant.queueId,
-            run_at: j.runAt ? j.runAt.toISOString() : null,
-            delay_ms: 0,
-            expires_at: null,
-            priority: 0,
-            // No create-time dedup key: the peers' jobs get none (pg-boss's singletonKey, graphile-worker's
-            // jobKey, BullMQ's jobId are all unset), so neither do Tick's. The call still carries the job's
-            // stable Idempotency-Key (tick-job-<id>, S6); what a key costs at create is the api-ingest scenario's.
-            idempotency_key: null,
-            request_hash: null,
-            method: "POST",
-            url: j.url,
-            headers: {},
-            body: JSON.stringify({ key: j.key }),
-            timeout_ms: 10_000,
-            max_attempts: 5,
-            backoff: { strategy: "exponential", baseMs: 1000, maxMs: 60_000, jitter: "full" },
-            dependency_key: null,
-            callback_url: null,
-            metadata: {},
-            traceparent: formatTraceparent(childTraceContext(null)),
-          }),
+          // No create-time dedup key (the fixture has none): the peers' jobs get none (pg-boss's singletonKey,
+          // graphile-worker's jobKey, BullMQ's jobId are all unset), so neither do Tick's. The call still carries the
+          // job's stable Idempotency-Key (tick-job-<id>, S6); what a key costs at create is the api-ingest scenario's.
+          (j) =>
+            newTestJob(tenant.queueId, {
+              run_at: j.runAt ? j.runAt.toISOString() : null,
+              url: j.url,
+              body: JSON.stringify({ key: j.key }),
+              timeout_ms: 10_000,
+              traceparent: formatTraceparent(childTraceContext(null)),
+            }),
         );
         const created = await sql.insertJobs(pool, tenant, chunk, 24 * 3_600_000);
         if (created.length) await dueIndex.noteDue(tenant.shard, tenant.id, Math.min(...created.map((r) => r.due_at.getTime())));

@@ -1,8 +1,38 @@
-import { createHash, randomBytes } from "node:crypto";
+import { createHash, randomBytes, randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import pg from "pg";
 import { DB_PACKAGE_DIR, migrateDeploy } from "./migrate.js";
+import type { NewJob } from "./sql/jobs.js";
+
+/**
+ * A job for `sql.insertJobs` in tests: due now, a POST with no body, no key, dependency or callback, the
+ * queue's usual limits; `over` sets what a test cares about. One fixture, so a column added to NewJob is
+ * added here once.
+ */
+export function newTestJob(queueId: string, over: Partial<NewJob> = {}): NewJob {
+  return {
+    id: randomUUID(),
+    queue_id: queueId,
+    run_at: null,
+    delay_ms: 0,
+    expires_at: null,
+    priority: 0,
+    idempotency_key: null,
+    request_hash: null,
+    method: "POST",
+    url: "https://example.com/hook",
+    headers: {},
+    body: null,
+    timeout_ms: 30_000,
+    max_attempts: 5,
+    backoff: { strategy: "exponential", baseMs: 1000, maxMs: 60_000, jitter: "full" },
+    dependency_key: null,
+    callback_url: null,
+    metadata: {},
+    ...over,
+  };
+}
 
 /**
  * Test isolation: every test gets its own database, created in ~0.1 s as a copy of a template that

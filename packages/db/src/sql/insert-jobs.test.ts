@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { createPool } from "../client.js";
-import { createTestDatabase, testServerUrl, type TestDatabase } from "../testing.js";
+import { createTestDatabase, newTestJob, testServerUrl, type TestDatabase } from "../testing.js";
 import { insertJobs, type JobRow, type NewJob } from "./jobs.js";
 
 // insertJobs reads back only what the database decides and composes the rest of each row from its input
@@ -28,27 +28,8 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const job = (over: Partial<NewJob> = {}): NewJob => ({
-  id: randomUUID(),
-  queue_id: queueId,
-  run_at: null,
-  delay_ms: 0,
-  expires_at: null,
-  priority: 0,
-  idempotency_key: null,
-  request_hash: null,
-  method: "POST",
-  url: "https://example.com/hook",
-  headers: {},
-  body: null,
-  timeout_ms: 10_000,
-  max_attempts: 5,
-  backoff: { strategy: "exponential", baseMs: 1000, maxMs: 60_000, jitter: "full" },
-  dependency_key: null,
-  callback_url: null,
-  metadata: {},
-  ...over,
-});
+/** This file's jobs: the shared fixture with a 10 s timeout, on this test's queue. */
+const job = (over: Partial<NewJob> = {}): NewJob => newTestJob(queueId, { timeout_ms: 10_000, ...over });
 
 const stored = async (ids: string[]): Promise<Map<string, JobRow>> => {
   const { rows } = await pool.query<JobRow>(`SELECT * FROM jobs WHERE id = ANY($1::uuid[])`, [ids]);

@@ -81,7 +81,7 @@ export interface NewJob {
  * it keeps holding after the job moves to history. Returns the rows actually inserted.
  *
  * Only what the database decides comes back over the wire (the due, expiry and creation times as epoch
- * milliseconds, and the trace context when it started one); the rest of each row is the caller's own input,
+ * milliseconds, and the stored trace context, the caller's or the one the column default started); the rest of each row is the caller's own input,
  * put together here (#18: RETURNING * made the client parse 33 columns a row, most of them just sent, and
  * was two thirds of a bulk insert's client CPU). The test beside this file holds the composed rows equal to
  * the stored ones, so a new column or default cannot drift unseen.
