@@ -57,7 +57,7 @@ export async function seedDemo(prisma: PrismaClient, options: SeedDemoOptions): 
   const stored = await prisma.apiKey.findUnique({ where: { prefix } });
   if (!stored) {
     await prisma.apiKey.create({
-      data: { tenantId: tenant.id, name: "demo", prefix, hash: hashApiKey(key), scopes: ["admin"], createdBy: "seed" },
+      data: { tenantId: tenant.id, name: "demo", prefix, hash: hashApiKey(key), scopes: ["admin"], role: "owner", createdBy: "seed" },
     });
   }
   return { tenantId: tenant.id, apiKey: key, email: options.email };
