@@ -160,7 +160,7 @@ describe("a change and its audit row commit together (#19)", () => {
     const tenant = await suite.h.createTenant();
     // Read the stream by hand: a cut stream is the expected outcome here, not a client error.
     const exportText = () =>
-      fetch(`${suite.h.baseUrl}/api/v1/jobs/export`, { headers: { authorization: `Bearer ${tenant.apiKey}` } })
+      fetch(`${suite.h.baseUrl}/api/v1/jobs/export`, { method: "POST", headers: { authorization: `Bearer ${tenant.apiKey}` } })
         .then((res) => res.text())
         .catch(() => "");
     const mark = async () => (await prisma.tenant.findUnique({ where: { id: tenant.id }, select: { exportedThrough: true } }))?.exportedThrough ?? null;

@@ -42,7 +42,14 @@ describe("data lifecycle API: NDJSON export and retention settings", () => {
         [suite.a.id, q[0]!.id, q[0]!.shard],
       );
 
-      const res = await client.call("exportJobs", {});
+      // A GET streams the same export but changes nothing: a link on another site cannot move the mark.
+      const readOnly = await client.call("exportJobs", {});
+      if (!readOnly.ok) throw new Error("export failed");
+      expect(lines(readOnly.body).at(-1)).toMatchObject({ type: "end", count: 1102, exportedThrough: null });
+      expect((await pool.query(`SELECT exported_through FROM tenants WHERE id = $1`, [suite.a.id])).rows[0]).toEqual({ exported_through: null });
+      expect(await suite.h.prisma.auditLog.count({ where: { tenantId: suite.a.id, action: "jobs.exported" } })).toBe(0);
+
+      const res = await client.call("exportJobsAndMark", {});
       expect(res.status).toBe(200);
       expect(res.headers.get("content-type")).toMatch(/^application\/x-ndjson/);
       if (!res.ok) throw new Error("export failed");
@@ -69,18 +76,18 @@ describe("data lifecycle API: NDJSON export and retention settings", () => {
       await pool.query(`UPDATE tenants SET exported_through = now() - interval '1 day' WHERE id = $1`, [suite.a.id]);
       const hour = 3_600_000;
       const iso = (agoMs: number) => new Date(Date.now() - agoMs).toISOString();
-      const gap = await client.call("exportJobs", { query: { from: iso(12 * hour), to: iso(2 * hour) } });
+      const gap = await client.call("exportJobsAndMark", { query: { from: iso(12 * hour), to: iso(2 * hour) } });
       if (!gap.ok) throw new Error("export failed");
       const markOf = async () => (await pool.query<{ t: Date }>(`SELECT exported_through AS t FROM tenants WHERE id = $1`, [suite.a.id])).rows[0]!.t.getTime();
       expect(Math.abs((await markOf()) - (Date.now() - 24 * hour))).toBeLessThan(10_000);
-      const joined = await client.call("exportJobs", { query: { from: iso(25 * hour), to: iso(2 * hour) } });
+      const joined = await client.call("exportJobsAndMark", { query: { from: iso(25 * hour), to: iso(2 * hour) } });
       if (!joined.ok) throw new Error("export failed");
       const joinedEnd = lines(joined.body).at(-1)!;
       expect(joinedEnd).toMatchObject({ type: "end", count: 0 });
       if (joinedEnd.type !== "end") throw new Error("no end line");
       expect(Date.parse(joinedEnd.exportedThrough!)).toBe(Date.parse(joinedEnd.to));
       expect(await markOf()).toBe(Date.parse(joinedEnd.to));
-      expect((await client.call("exportJobs", { query: { from: iso(-hour) } })).status).toBe(422);
+      expect((await client.call("exportJobsAndMark", { query: { from: iso(-hour) } })).status).toBe(422);
 
       const audit = await client.call("listAuditLog", { query: { action: "jobs.exported" } });
       if (!audit.ok) throw new Error("audit failed");

@@ -10,6 +10,8 @@ import { createOpenApiValidator } from "./openapi-validator";
 const consoleDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const nextBin = path.resolve(consoleDir, "../../node_modules/next/dist/bin/next");
 
+export type KeyRole = "owner" | "admin" | "operator" | "viewer";
+
 export interface TestTenant {
   id: string;
   slug: string;
@@ -31,8 +33,10 @@ export interface ConsoleHarness {
   prisma: PrismaClient;
   process: RunningProcess;
   responses: ResponseRecord[];
-  createTenant(options?: Partial<{ admissionRate: number; admissionBurst: number; maxPendingJobs: number; scopes: string[] }>): Promise<TestTenant>;
-  addKey(tenantId: string, scopes: string[]): Promise<{ apiKey: string; keyId: string }>;
+  /** A tenant with a default queue and a first key (scopes `admin` and role owner unless given, as a sign-up's). */
+  createTenant(options?: Partial<{ admissionRate: number; admissionBurst: number; maxPendingJobs: number; scopes: string[]; keyRole: KeyRole }>): Promise<TestTenant>;
+  /** A key with these scopes, acting as `role` (default admin: the role of a key an admin made). */
+  addKey(tenantId: string, scopes: string[], role?: KeyRole): Promise<{ apiKey: string; keyId: string }>;
   client(apiKey: string): ReturnType<typeof createTickClient>;
   /** A console user with this role in the tenant (password login). */
   addUser(tenantId: string, role: "owner" | "admin" | "operator" | "viewer"): Promise<{ id: string; email: string; password: string }>;
@@ -94,9 +98,9 @@ export async function startConsole(env: Record<string, string> = {}): Promise<Co
   }
 
   let counter = 0;
-  const addKey = async (tenantId: string, scopes: string[]) => {
+  const addKey = async (tenantId: string, scopes: string[], role: KeyRole = "admin") => {
     const { key, prefix, hash } = generateApiKey();
-    const row = await prisma.apiKey.create({ data: { tenantId, name: `test ${++counter}`, prefix, hash, scopes } });
+    const row = await prisma.apiKey.create({ data: { tenantId, name: `test ${++counter}`, prefix, hash, scopes, role } });
     return { apiKey: key, keyId: row.id };
   };
   const validator = createOpenApiValidator(baseUrl);
@@ -127,7 +131,7 @@ export async function startConsole(env: Record<string, string> = {}): Promise<Co
           queues: { create: { name: "default" } },
         },
       });
-      const { apiKey, keyId } = await addKey(id, options.scopes ?? ["admin"]);
+      const { apiKey, keyId } = await addKey(id, options.scopes ?? ["admin"], options.keyRole ?? "owner");
       return { id, slug, apiKey, keyId };
     },
     client: (apiKey: string) => createTickClient({ baseUrl, apiKey, onResponse: (r) => responses.push(r) }),

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { nullableTimestamp, timestamp, uuid } from "./common.js";
-import { apiKeyScopeSchema } from "./scopes.js";
+import { apiKeyScopeSchema, consoleRoleSchema } from "./scopes.js";
 
 export const createApiKeySchema = z
   .object({
@@ -16,6 +16,11 @@ export const apiKeySchema = z
     name: z.string(),
     prefix: z.string().meta({ description: "Public part of the key, shown in listings" }),
     scopes: z.array(z.string()),
+    role: consoleRoleSchema.meta({
+      description:
+        "The most this key may do, whatever its scopes: the role of the person (or key) that made it, lowered when " +
+        "that person's role is lowered or they leave. Owner-only actions need an owner key.",
+    }),
     createdAt: timestamp,
     lastUsedAt: nullableTimestamp,
     expiresAt: nullableTimestamp,

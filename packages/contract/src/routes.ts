@@ -136,13 +136,28 @@ export const routes = {
   exportJobs: {
     method: "get",
     path: "/jobs/export",
-    summary: "Export finished jobs as NDJSON",
+    summary: "Export finished jobs as NDJSON (read only)",
     description:
       "Streams the tenant's finished jobs (succeeded, cancelled, expired, dead) with their attempts, oldest finish " +
       "first, one JSON object per line, whether they are still in the hot tables or already in history; the last line " +
-      "is `{\"type\":\"end\", ...}`, and a stream without it was cut off. A complete export that starts at the " +
-      "beginning or at the tenant's `exportedThrough` moves that mark up to `to`; with `exportBeforePrune` set, " +
-      "retention deletes only history finished before the mark.",
+      "is `{\"type\":\"end\", ...}`, and a stream without it was cut off. A GET changes nothing: the end line's " +
+      "`exportedThrough` is the tenant's mark as it stands. To record a complete export (and let retention with " +
+      "`exportBeforePrune` delete what it covers), use `POST /jobs/export`.",
+    scope: "jobs:read",
+    query: exportJobsQuerySchema,
+    responses: { 200: { description: "NDJSON, one JobExportLine per line", schema: jobExportLineSchema, contentType: "application/x-ndjson" } },
+    errors: ["validation_failed"],
+  },
+  exportJobsAndMark: {
+    method: "post",
+    path: "/jobs/export",
+    summary: "Export finished jobs as NDJSON and record the export",
+    description:
+      "The same stream as `GET /jobs/export` (`from` and `to` in the query; no body), and a complete export that starts " +
+      "at the beginning or at the tenant's `exportedThrough` moves that mark up to `to` (audited as `jobs.exported`) " +
+      "once the last job is sent; with `exportBeforePrune` set, retention deletes only history finished before the " +
+      "mark. A stream cut off before its end line moves nothing. A POST, so a link on another site cannot move it; " +
+      "from the console it is a form post from the console's own origin.",
     scope: "jobs:read",
     query: exportJobsQuerySchema,
     responses: { 200: { description: "NDJSON, one JobExportLine per line", schema: jobExportLineSchema, contentType: "application/x-ndjson" } },

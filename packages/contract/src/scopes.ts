@@ -43,3 +43,36 @@ export const ROLE_SCOPES: Readonly<Record<ConsoleRole, readonly ApiKeyScope[]>> 
   admin: ["admin"],
   owner: ["admin"],
 };
+
+/** True when `role` is at least as powerful as `floor` (owner > admin > operator > viewer). */
+export function roleAtLeast(role: ConsoleRole, floor: ConsoleRole): boolean {
+  return CONSOLE_ROLES.indexOf(role) <= CONSOLE_ROLES.indexOf(floor);
+}
+
+/** The less powerful of two roles. */
+export function lowerRole(a: ConsoleRole, b: ConsoleRole): ConsoleRole {
+  return roleAtLeast(a, b) ? b : a;
+}
+
+/**
+ * What a principal may do: the scopes of its credential, never more than its role allows. A console user's
+ * scopes are its role's; an API key's are the scopes it was given, capped by the role of the person (or
+ * key) that made it, so a key cannot do what its maker could not, even after the maker's role was lowered.
+ */
+export function scopesWithinRole(scopes: readonly string[], role: ConsoleRole): readonly string[] {
+  const allowed = ROLE_SCOPES[role];
+  if (allowed.includes("admin")) return scopes;
+  if (scopes.includes("admin")) return allowed;
+  return scopes.filter((s) => (allowed as readonly string[]).includes(s));
+}
+
+/**
+ * Actions that need a role, not only a scope: whatever a credential's scopes say, these need a principal
+ * whose role is the one named (a person's membership role, or an API key's role). One table, read by the
+ * one check in the console (server/api/authenticate.ts: requireRole) and by docs/api.md.
+ */
+export const ROLE_ACTIONS = {
+  /** Make someone an owner, change an owner's role, remove an owner, or invite someone as owner. */
+  "owners:manage": "owner",
+} as const satisfies Record<string, ConsoleRole>;
+export type RoleAction = keyof typeof ROLE_ACTIONS;

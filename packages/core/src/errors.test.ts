@@ -11,6 +11,7 @@ const CASES: [ErrorCode, number, string][] = [
   ["not_found", 404, "https://tick.dev/problems/not-found"],
   ["conflict", 409, "https://tick.dev/problems/conflict"],
   ["signup_closed", 403, "https://tick.dev/problems/signup-closed"],
+  ["insufficient_role", 403, "https://tick.dev/problems/insufficient-role"],
   ["tenant_suspended", 403, "https://tick.dev/problems/tenant-suspended"],
   ["idempotency_key_reused", 422, "https://tick.dev/problems/idempotency-key-reused"],
   ["idempotency_request_in_progress", 409, "https://tick.dev/problems/idempotency-request-in-progress"],

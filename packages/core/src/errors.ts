@@ -14,6 +14,9 @@ export const ERROR_CODES = {
   conflict: { status: 409, title: "Conflict" },
   // Sign-up refused by the deployment's TICK_SIGNUP mode (closed, or by invitation only).
   signup_closed: { status: 403, title: "Sign-up is closed" },
+  // The principal's role (a person's, or an API key's: its maker's) is below what the action needs, whatever
+  // its scopes say: e.g. an admin, or a key an admin made, making or removing an owner.
+  insufficient_role: { status: 403, title: "Role too low for this action" },
   // A platform operator suspended the tenant: its keys and sessions are refused; its jobs wait.
   tenant_suspended: { status: 403, title: "Tenant suspended" },
   // 422, not 409, following the IETF Idempotency-Key draft: resending will never succeed (the key is bound

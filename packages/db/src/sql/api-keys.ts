@@ -1,9 +1,12 @@
 import type { Queryable } from "./types.js";
+import type { RawQuerier } from "./accounts.js";
 
 export interface ApiKeyAuthRow {
   key_id: string;
   hash: string;
   scopes: string[];
+  /** The most the key may do (its maker's role): caps its scopes and owner-only actions. */
+  role: "owner" | "admin" | "operator" | "viewer";
   revoked_at: Date | null;
   expires_at: Date | null;
   last_used_at: Date | null;
@@ -19,7 +22,7 @@ export interface ApiKeyAuthRow {
 /** The key with this public prefix and its tenant's limits: one indexed lookup per API request. */
 export async function findApiKeyForAuth(db: Queryable, prefix: string): Promise<ApiKeyAuthRow | null> {
   const { rows } = await db.query<ApiKeyAuthRow>(
-    `SELECT k.id AS key_id, k.hash, k.scopes, k.revoked_at, k.expires_at, k.last_used_at,
+    `SELECT k.id AS key_id, k.hash, k.scopes, k.role, k.revoked_at, k.expires_at, k.last_used_at,
             t.id AS tenant_id, t.shard, t.admission_rate, t.admission_burst, t.max_pending_jobs, t.suspended_at
        FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
       WHERE k.prefix = $1`,
@@ -49,4 +52,20 @@ export async function findTenantLimits(
     [tenantId],
   );
   return rows[0] ?? null;
+}
+
+/**
+ * Lowers the role of every key a person made in a tenant, and of the keys those keys made, to at most `role`
+ * (the person's new role, or admin when they leave): a key never keeps more than its maker may now do.
+ * Roles compare in the enum's order (owner first), so "more powerful than" is "<". Returns the keys lowered.
+ */
+export async function capKeysMadeBy(db: Queryable | RawQuerier, tenantId: string, userId: string, role: "owner" | "admin" | "operator" | "viewer"): Promise<number> {
+  const text = `WITH RECURSIVE made AS (
+       SELECT id FROM api_keys WHERE tenant_id = $1::uuid AND created_by = 'user:' || $2
+       UNION
+       SELECT k.id FROM api_keys k JOIN made m ON k.created_by = 'api_key:' || m.id::text WHERE k.tenant_id = $1::uuid
+     )
+     UPDATE api_keys SET role = $3::role WHERE id IN (SELECT id FROM made) AND role < $3::role RETURNING id`;
+  if ("$queryRawUnsafe" in db) return (await db.$queryRawUnsafe<unknown[]>(text, tenantId, userId, role)).length;
+  return (await db.query(text, [tenantId, userId, role])).rowCount ?? 0;
 }

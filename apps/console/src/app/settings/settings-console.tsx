@@ -18,7 +18,9 @@ export function SettingsConsole({ canChange }: { canChange: boolean }) {
   });
   const [from, setFrom] = useState("");
   const [to, setTo] = useState("");
-  const exportHref = `/api/v1/jobs/export?${new URLSearchParams({ ...(from ? { from: new Date(from).toISOString() } : {}), ...(to ? { to: new Date(to).toISOString() } : {}) })}`;
+  // A form post (POST /jobs/export records the export; a GET would not): the browser downloads the stream as it
+  // comes, and sends the console's Origin, which cookie-authenticated writes must carry.
+  const exportAction = `/api/v1/jobs/export?${new URLSearchParams({ ...(from ? { from: new Date(from).toISOString() } : {}), ...(to ? { to: new Date(to).toISOString() } : {}) })}`;
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const form = new FormData(e.currentTarget);
@@ -69,15 +71,15 @@ export function SettingsConsole({ canChange }: { canChange: boolean }) {
       <section className="rounded-xl border border-slate-200 bg-white p-5" aria-labelledby="export">
         <h2 id="export" className="mb-1 font-medium">Export finished jobs</h2>
         <p className="mb-4 text-sm text-slate-600">One JSON line per finished job with its attempts (NDJSON), streamed. A complete export moves &ldquo;exported through&rdquo; forward.</p>
-        <div className="grid gap-3 sm:grid-cols-[1fr_1fr_auto] sm:items-end">
+        <form method="post" action={exportAction} className="grid gap-3 sm:grid-cols-[1fr_1fr_auto] sm:items-end">
           <label className="text-xs font-medium text-slate-700">Finished from (optional)
             <input type="datetime-local" value={from} onChange={(e) => setFrom(e.target.value)} className="mt-1 block w-full rounded-md border border-slate-300 px-2 py-1.5 text-sm" />
           </label>
           <label className="text-xs font-medium text-slate-700">Until (optional)
             <input type="datetime-local" value={to} onChange={(e) => setTo(e.target.value)} className="mt-1 block w-full rounded-md border border-slate-300 px-2 py-1.5 text-sm" />
           </label>
-          <a href={exportHref} download="jobs.ndjson" className={`${primaryButtonClass} text-center`} data-testid="settings-export-link">Download NDJSON</a>
-        </div>
+          <button type="submit" className={`${primaryButtonClass} text-center`} data-testid="settings-export-button">Download NDJSON</button>
+        </form>
       </section>
     </>
   );

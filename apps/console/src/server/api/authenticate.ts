@@ -1,11 +1,17 @@
 import { AppError } from "@tick/core";
-import { ROLE_SCOPES } from "@tick/contract";
+import { ROLE_ACTIONS, ROLE_SCOPES, roleAtLeast, scopesWithinRole, type ConsoleRole, type RoleAction } from "@tick/contract";
 import { apiKeyMatches, parseApiKey, sql, type Queryable } from "@tick/db";
 import type { ConsoleUser } from "../auth";
+import { getEnv } from "../env";
 
 export interface ApiPrincipal {
   /** Who acts, for the audit log: an API key, or a console user signed in with a session. */
   actor: { type: "api_key" | "user"; id: string };
+  /**
+   * The most the principal may do: a console user's membership role, or an API key's role (its maker's).
+   * Scopes say which operations a credential may call; the role caps them and decides owner-only actions.
+   */
+  role: ConsoleRole;
   scopes: readonly string[];
   tenant: { id: string; shard: number; admissionRate: number; admissionBurst: number; maxPendingJobs: number };
 }
@@ -36,7 +42,8 @@ export async function authenticateApiKey(db: Queryable, authorization: string | 
   if (!row.last_used_at || Date.now() - row.last_used_at.getTime() >= 60_000) sql.touchApiKey(db, row.key_id).catch(() => {});
   return {
     actor: { type: "api_key", id: row.key_id },
-    scopes: row.scopes,
+    role: row.role,
+    scopes: scopesWithinRole(row.scopes, row.role),
     tenant: {
       id: row.tenant_id,
       shard: row.shard,
@@ -63,16 +70,43 @@ export async function authenticateSession(db: Queryable, user: ConsoleUser | nul
   const tenant = await sql.findTenantLimits(db, membership.tenantId);
   if (!tenant) throw new AppError("forbidden", "You are not a member of this tenant.");
   if (tenant.suspendedAt) throw suspended();
-  return { actor: { type: "user", id: user.id }, scopes: ROLE_SCOPES[membership.role], tenant };
+  return { actor: { type: "user", id: user.id }, role: membership.role, scopes: ROLE_SCOPES[membership.role], tenant };
+}
+
+/**
+ * The one check for actions that need a role rather than a scope (ROLE_ACTIONS in @tick/contract): the
+ * principal's role, a person's or an API key's, must be at least the action's. 403 `insufficient-role`.
+ */
+export function requireRole(principal: ApiPrincipal, action: RoleAction, detail: string): void {
+  const needed = ROLE_ACTIONS[action];
+  if (roleAtLeast(principal.role, needed)) return;
+  const who = principal.actor.type === "api_key" ? `This API key acts as ${principal.role} (the role of whoever made it)` : `You are ${principal.role}`;
+  throw new AppError("insufficient_role", `${detail} ${who}; this needs ${needed}.`, { extra: { requiredRole: needed, role: principal.role } });
 }
 
 /**
  * Session writes must come from the console's own origin: a cross-site page cannot borrow the session
- * (the cookie is SameSite=Lax too, and JSON bodies need a CORS preflight).
+ * (the cookie is SameSite=Lax too, and JSON bodies need a CORS preflight). The Origin header must equal the
+ * console's configured public origin (NEXTAUTH_URL: scheme, host and port); a missing, `null` or malformed
+ * Origin on a write is refused the same way (403), never parsed into an error.
  */
 export function assertSameOrigin(request: Request): void {
   if (request.method === "GET" || request.method === "HEAD") return;
-  const origin = request.headers.get("origin");
-  const host = request.headers.get("x-forwarded-host") ?? request.headers.get("host");
-  if (!origin || !host || new URL(origin).host !== host) throw new AppError("forbidden", "Console writes must come from the console itself.");
+  if (!isConsoleOrigin(request.headers.get("origin"))) throw new AppError("forbidden", "Console writes must come from the console itself.");
 }
+
+/** True when `origin` (an Origin header) is exactly the console's public origin. */
+export function isConsoleOrigin(origin: string | null): boolean {
+  if (!origin || origin === "null") return false;
+  let parsed: URL;
+  try {
+    parsed = new URL(origin);
+  } catch {
+    return false;
+  }
+  // An Origin is scheme://host[:port] and nothing else; URL.origin normalizes default ports and case.
+  return parsed.origin === origin.toLowerCase().replace(/\/$/, "") && parsed.origin === consoleOrigin();
+}
+
+let cachedOrigin: string | undefined;
+const consoleOrigin = () => (cachedOrigin ??= new URL(getEnv().NEXTAUTH_URL).origin);

@@ -12,7 +12,10 @@ export async function listApiKeys({ prisma }: ServiceDeps, tenantId: string) {
   return keys.map(apiKeyView);
 }
 
-/** A key can grant only scopes its creator holds, so keys:write cannot mint an admin key. */
+/**
+ * A key can grant only scopes its creator holds, so keys:write cannot mint an admin key, and it takes its
+ * creator's role (a person's, or the creating key's), so a key an admin made can never act as an owner.
+ */
 export async function createApiKey({ prisma }: ServiceDeps, principal: ApiPrincipal, input: z.output<typeof createApiKeySchema>) {
   const missing = input.scopes.filter((s) => !hasScope(principal.scopes, s));
   if (missing.length) throw new AppError("forbidden", `A key cannot grant scopes it does not hold: ${missing.join(", ")}.`);
@@ -28,6 +31,7 @@ export async function createApiKey({ prisma }: ServiceDeps, principal: ApiPrinci
         prefix,
         hash,
         scopes: [...new Set(input.scopes)],
+        role: principal.role,
         createdBy: `${principal.actor.type}:${principal.actor.id}`,
         expiresAt: input.expiresAt ? new Date(input.expiresAt) : null,
       },
@@ -37,7 +41,7 @@ export async function createApiKey({ prisma }: ServiceDeps, principal: ApiPrinci
       action: "api_key.created",
       targetType: "api_key",
       targetId: row.id,
-      details: { name: row.name, prefix, scopes: row.scopes },
+      details: { name: row.name, prefix, scopes: row.scopes, role: row.role },
     });
     return row;
   });

@@ -57,13 +57,15 @@ export async function updateSettings(
  * The tenant's finished jobs that finished in [from, to), with their attempts, as an NDJSON stream read a
  * page at a time (keyset on finish time and id, live and history alike, so a job moving to history
  * meanwhile is neither missed nor repeated). `to` is capped a minute before the database's now. The last
- * line says how many jobs were sent; only then is the export recorded (the tenant's export mark, and an
- * audit row), so a stream cut off halfway counts for nothing.
+ * line says how many jobs were sent. With `mark` (POST /jobs/export only: a GET never changes state, so a
+ * link followed from another site cannot move it), only then is the export recorded (the tenant's export
+ * mark, and an audit row), so a stream cut off halfway counts for nothing.
  */
 export async function exportFinishedJobs(
   { pool, logger }: ServiceDeps,
   principal: ApiPrincipal,
   query: z.output<typeof exportJobsQuerySchema>,
+  { mark }: { mark: boolean },
 ): Promise<ReadableStream<Uint8Array>> {
   const tenantId = principal.tenant.id;
   const horizon = await sql.exportHorizon(pool);
@@ -83,18 +85,7 @@ export async function exportFinishedJobs(
       try {
         const jobs = await sql.listFinishedJobs(pool, tenantId, { from, to, after, limit: EXPORT_PAGE });
         if (jobs.length === 0) {
-          // The export's mark and its audit row commit together.
-          const exportedThrough = await inTransaction(pool, async (client) => {
-            const through = await sql.recordCompleteExport(client, tenantId, from, to);
-            await writeAudit(client, {
-              ...auditActor(principal),
-              action: "jobs.exported",
-              targetType: "tenant",
-              targetId: tenantId,
-              details: { from: from?.toISOString() ?? null, to: to.toISOString(), count },
-            });
-            return through;
-          });
+          const exportedThrough = mark ? await markExported(pool, principal, from, to, count) : ((await sql.findTenantSettings(pool, tenantId))?.exported_through ?? null);
           controller.enqueue(line({ type: "end", count, from: from?.toISOString() ?? null, to: to.toISOString(), exportedThrough: exportedThrough?.toISOString() ?? null }));
           controller.close();
           return;
@@ -113,5 +104,21 @@ export async function exportFinishedJobs(
         controller.error(err);
       }
     },
+  });
+}
+
+/** A complete export's mark and its audit row, committed together. */
+function markExported(pool: ServiceDeps["pool"], principal: ApiPrincipal, from: Date | null, to: Date, count: number): Promise<Date | null> {
+  const tenantId = principal.tenant.id;
+  return inTransaction(pool, async (client) => {
+    const through = await sql.recordCompleteExport(client, tenantId, from, to);
+    await writeAudit(client, {
+      ...auditActor(principal),
+      action: "jobs.exported",
+      targetType: "tenant",
+      targetId: tenantId,
+      details: { from: from?.toISOString() ?? null, to: to.toISOString(), count },
+    });
+    return through;
   });
 }

@@ -3,7 +3,7 @@ import { AppError } from "@tick/core";
 import type { z } from "zod";
 import { hasScope, type acceptInvitationSchema, type ConsoleRole, type createInvitationSchema, type Invitation, type Member } from "@tick/contract";
 import { hashPassword, prismaTransaction, sql, verifyPassword, type PrismaClient, type Queryable } from "@tick/db";
-import { auditActor, type ApiPrincipal } from "../api/authenticate";
+import { auditActor, requireRole, type ApiPrincipal } from "../api/authenticate";
 import type { AuthLimits } from "../api/auth-limits";
 import { writeAudit } from "./audit";
 import type { SignUpMode } from "./accounts";
@@ -58,13 +58,6 @@ const memberView = (m: { userId: string; role: ConsoleRole; createdAt: Date; use
   joinedAt: m.createdAt.toISOString(),
 });
 
-/** Owners are made, unmade and removed by owners only; an API key (no person) counts as an owner's delegate only with `admin`. */
-async function actorIsOwner(prisma: PrismaClient | Parameters<Parameters<typeof prismaTransaction>[1]>[0], principal: ApiPrincipal): Promise<boolean> {
-  if (principal.actor.type !== "user") return principal.scopes.includes("admin");
-  const m = await prisma.membership.findUnique({ where: { userId_tenantId: { userId: principal.actor.id, tenantId: principal.tenant.id } } });
-  return m?.role === "owner";
-}
-
 /**
  * Who invited, by name: a person's email, or an API key's name and prefix (invitations made over REST).
  * The same lookup as the audit log's actor names (sql.actorNameRows), keys looked up in this tenant only.
@@ -90,7 +83,7 @@ export async function listMembers(deps: MemberDeps, tenantId: string) {
  * fragment, which browsers never send to a server, so it stays out of access logs.
  */
 export async function inviteMember(deps: MemberDeps, principal: ApiPrincipal, input: z.output<typeof createInvitationSchema>) {
-  if (input.role === "owner" && !(await actorIsOwner(deps.prisma, principal))) throw new AppError("forbidden", "Only an owner can invite an owner.");
+  if (input.role === "owner") requireRole(principal, "owners:manage", "Only an owner can invite an owner.");
   const already = await deps.prisma.membership.findFirst({ where: { tenantId: principal.tenant.id, user: { email: input.email } } });
   if (already) throw new AppError("conflict", `${input.email} is already a member.`, { extra: { errors: [{ path: "email", message: "already a member" }] } });
   const token = randomBytes(32).toString("base64url");
@@ -149,25 +142,29 @@ async function changeMembership(deps: MemberDeps, principal: ApiPrincipal, userI
   if (!(change === "remove" && self) && !hasScope(principal.scopes, "members:write")) {
     throw new AppError("forbidden", principal.actor.type === "api_key" ? "This API key lacks the members:write scope." : "Your role does not allow this (it needs members:write).");
   }
-  const ownerActor = await actorIsOwner(deps.prisma, principal);
   return prismaTransaction(deps.prisma, async (tx) => {
     const owners = await sql.lockTenantOwners(tx, principal.tenant.id);
     const member = await tx.membership.findUnique({ where: { userId_tenantId: { userId, tenantId: principal.tenant.id } }, include: { user: true } });
     if (!member) throw new AppError("not_found", "No such member.");
     const touchesOwner = member.role === "owner" || (change !== "remove" && change.role === "owner");
-    if (touchesOwner && !ownerActor && !(self && change === "remove")) throw new AppError("forbidden", "Only an owner can make, change or remove an owner.");
+    // An owner leaving needs no owner's say (the last-owner rule below still holds).
+    if (touchesOwner && !(self && change === "remove")) requireRole(principal, "owners:manage", "Only an owner can make, change or remove an owner.");
     const losesOwner = member.role === "owner" && (change === "remove" || change.role !== "owner");
     if (losesOwner && owners.length <= 1) {
       throw new AppError("conflict", "The last owner cannot be removed or demoted: make someone else an owner first.");
     }
     if (change === "remove") {
       await tx.membership.delete({ where: { id: member.id } });
-      await writeAudit(tx, { ...auditActor(principal), action: self ? "member.left" : "member.removed", targetType: "user", targetId: userId, details: { email: member.user.email, role: member.role } });
+      // The keys they made belong to the tenant and keep working, but never as an owner's.
+      const keysLowered = await sql.capKeysMadeBy(tx, principal.tenant.id, userId, "admin");
+      await writeAudit(tx, { ...auditActor(principal), action: self ? "member.left" : "member.removed", targetType: "user", targetId: userId, details: { email: member.user.email, role: member.role, keysLowered } });
       return memberView(member);
     }
     if (member.role === change.role) return memberView(member);
     const updated = await tx.membership.update({ where: { id: member.id }, data: { role: change.role }, include: { user: true } });
-    await writeAudit(tx, { ...auditActor(principal), action: "member.role_changed", targetType: "user", targetId: userId, details: { email: member.user.email, from: member.role, to: change.role } });
+    // A key never keeps more than its maker may now do.
+    const keysLowered = await sql.capKeysMadeBy(tx, principal.tenant.id, userId, change.role);
+    await writeAudit(tx, { ...auditActor(principal), action: "member.role_changed", targetType: "user", targetId: userId, details: { email: member.user.email, from: member.role, to: change.role, keysLowered } });
     return memberView(updated);
   });
 }

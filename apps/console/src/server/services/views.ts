@@ -1,4 +1,4 @@
-import type { ApiKey, Job, Queue, Replay } from "@tick/contract";
+import type { ApiKey, ConsoleRole, Job, Queue, Replay } from "@tick/contract";
 import type { sql } from "@tick/db";
 
 const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
@@ -85,6 +85,7 @@ interface ApiKeyRecord {
   name: string;
   prefix: string;
   scopes: string[];
+  role: ConsoleRole;
   createdAt: Date;
   lastUsedAt: Date | null;
   expiresAt: Date | null;
@@ -97,6 +98,7 @@ export function apiKeyView(k: ApiKeyRecord): ApiKey {
     name: k.name,
     prefix: k.prefix,
     scopes: k.scopes,
+    role: k.role,
     createdAt: k.createdAt.toISOString(),
     lastUsedAt: iso(k.lastUsedAt),
     expiresAt: iso(k.expiresAt),
