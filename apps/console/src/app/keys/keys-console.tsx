@@ -57,7 +57,8 @@ function CreateKey({ canWrite, grantable }: { canWrite: boolean; grantable: stri
     <section className="rounded-xl border border-slate-200 bg-white p-5" aria-labelledby="create-key">
       <h2 id="create-key" className="mb-1 font-medium">Create an API key</h2>
       <p className="mb-4 text-sm text-slate-600">
-        A key acts for this tenant with the scopes you give it (never more than your role holds). The secret is shown once.
+        A key acts for this tenant with the scopes you give it and never more than your role: it acts as your role
+        (lowered if yours is). The secret is shown once.
       </p>
       {!canWrite ? <p className="mb-3 text-sm text-slate-600" data-testid="keys-read-only">Your role can see keys but not create or revoke them.</p> : null}
       {created ? (
@@ -127,7 +128,7 @@ function KeyList({ canWrite }: { canWrite: boolean }) {
                     <code className="text-xs text-slate-600">{k.prefix}…</code>
                     <span className={`rounded px-1.5 py-0.5 text-xs ${state.className}`}>{state.label}</span>
                   </p>
-                  <p className="break-words text-xs text-slate-600">{k.scopes.join(", ")}</p>
+                  <p className="break-words text-xs text-slate-600">{k.scopes.join(", ")} · acts as {k.role}</p>
                   <p className="text-xs text-slate-600">
                     Created {formatTime(k.createdAt)} · last used {k.lastUsedAt ? formatTime(k.lastUsedAt) : "never"}
                     {k.expiresAt ? ` · expires ${formatTime(k.expiresAt)}` : ""}
