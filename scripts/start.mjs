@@ -193,6 +193,11 @@ async function main() {
   env.TICK_SSRF_ALLOWED_CIDRS ??= "127.0.0.0/8,::1/128";
   // Anyone reaching this console may create a tenant (a deployment leaves it unset: closed).
   env.TICK_SIGNUP ??= "open";
+  // Sign-up and invitation mails: to the mail server if one is configured, else written as files here.
+  if (!env.SMTP_URL) env.TICK_MAIL_DIR ||= path.join(dataDir, "mail");
+  // A TICK_MAIL_DIR given with SMTP_URL wins there too (the console's mailer).
+  const mailDir = env.TICK_MAIL_DIR ? path.resolve(ROOT, env.TICK_MAIL_DIR) : null;
+  if (mailDir) env.TICK_MAIL_DIR = mailDir;
   // Whoever runs the local demo runs its platform: the demo login is a platform operator (the Operator page).
   env.TICK_OPERATOR_EMAILS ??= DEMO_EMAIL;
   env.NODE_ENV = "production";
@@ -220,6 +225,8 @@ async function main() {
     pid: process.pid,
     pids: Object.fromEntries(children.map(({ name, child }) => [name, child.pid])),
     health,
+    // Where sign-up and invitation mails are written (null: sent to SMTP_URL).
+    mailDir,
     // Prometheus scrapes each process on its side port (docs/observability.md).
     metrics: {
       console: `http://${host}:${consoleMetricsPort}/metrics`,
@@ -240,6 +247,7 @@ async function main() {
       "",
       `  Try:      curl -H "Authorization: Bearer ${seeded.apiKey}" ${consoleUrl}/api/v1/openapi.json`,
       `  Logs      ${logDir}/{console,scheduler,worker}.log`,
+      `  Mail      ${mailDir ? `written to ${mailDir} (a JSON file per mail, not sent: set SMTP_URL to send them)` : `sent through SMTP_URL`}`,
       "  Stop      Ctrl-C",
       "",
       "",

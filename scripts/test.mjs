@@ -20,6 +20,7 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
+import { createRequire } from "node:module";
 import path from "node:path";
 import { stripVTControlCharacters } from "node:util";
 import { ROOT } from "./lib/paths.mjs";
@@ -148,9 +149,31 @@ async function waitForFile(file, product, timeoutMs) {
   throw new Error(`product not ready within ${timeoutMs / 1000}s`);
 }
 
+/** Deletes every key under `prefix:` (SCAN, then DEL in batches), as @tick/testing's createTestRedis cleans up. */
+async function deleteRedisKeys(url, prefix) {
+  const { Redis } = createRequire(path.join(ROOT, "packages/testing/package.json"))("ioredis");
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  let deleted = 0;
+  try {
+    await redis.connect();
+    let cursor = "0";
+    do {
+      const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 1000);
+      cursor = next;
+      if (keys.length) deleted += await redis.del(...keys);
+    } while (cursor !== "0");
+  } finally {
+    redis.disconnect();
+  }
+  return deleted;
+}
+
 async function endToEnd(env, serverUrl) {
-  const { postgresAnswers, loadPg } = await import("./lib/services.mjs");
+  const { postgresAnswers, loadPg, redisAnswers } = await import("./lib/services.mjs");
   const database = `tick_e2e_${randomBytes(4).toString("hex")}`;
+  // Its own Redis keys too: a developer's `npm start` on this machine shares the Redis, and under the
+  // default prefix its sign-in attempts from 127.0.0.1 would count against the suite's (and its queues mix in).
+  const redisPrefix = `tick-e2e-${randomBytes(4).toString("hex")}`;
   const e2eDataDir = path.join(dataDir, "e2e");
   fs.rmSync(e2eDataDir, { recursive: true, force: true });
   fs.mkdirSync(e2eDataDir, { recursive: true });
@@ -168,9 +191,10 @@ async function endToEnd(env, serverUrl) {
     WORKER_WEBHOOK_RETRY_BASE: "500ms",
     NEXTAUTH_SECRET: "",
     NEXTAUTH_URL: "",
+    TICK_REDIS_PREFIX: redisPrefix,
   };
 
-  log(`end to end: starting the product (npm start) against database ${database}`);
+  log(`end to end: starting the product (npm start) against database ${database}, Redis prefix ${redisPrefix}`);
   // `npm start` as a terminal runs it: in its own process group, which the stop below signals as Ctrl-C does.
   const product = spawn("npm", ["start"], { cwd: ROOT, env: productEnv, stdio: ["ignore", "pipe", "pipe"], detached: true });
   let terminal = ""; // what a person running npm start would see
@@ -184,6 +208,12 @@ async function endToEnd(env, serverUrl) {
   if (product.pid === undefined) throw new Error("npm start could not be started");
   const group = -product.pid; // a negative pid signals the whole process group
   let appPids = [];
+  // Pushed first, so it runs last (cleanups run in reverse): once no app is left to write a key.
+  cleanups.push(async () => {
+    if (!(await redisAnswers(env.REDIS_URL))) return;
+    const deleted = await deleteRedisKeys(env.REDIS_URL, redisPrefix);
+    log(`end to end: deleted ${deleted} Redis key(s) under ${redisPrefix}:`);
+  });
   cleanups.push(async () => {
     if (product.exitCode === null && product.signalCode === null) {
       process.kill(group, "SIGKILL");

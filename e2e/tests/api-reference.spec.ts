@@ -1,7 +1,7 @@
 import { expect, test } from "@playwright/test";
 
 test("the API reference is public and documents operations, scopes and schemas", async ({ page }) => {
-  // No login: the page is static and must not redirect to /login.
+  // No login: the page is public and must not redirect to /login.
   await page.goto("/docs/api");
   await expect(page).toHaveURL(/\/docs\/api$/);
   await expect(page.getByRole("heading", { level: 1, name: "Tick API reference" })).toBeVisible();

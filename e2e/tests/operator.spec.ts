@@ -1,6 +1,6 @@
 import { expect, test } from "@playwright/test";
 import { checkPageAtWidths } from "./page-checks";
-import { productState } from "./product-state";
+import { mailsTo, productState, signUpLink } from "./product-state";
 
 const state = productState();
 
@@ -9,8 +9,13 @@ test("a platform operator suspends a tenant (its key gets 403 tenant-suspended),
   const signUp = await request.post(`${state.consoleUrl}/api/v1/signup`, {
     data: { tenantName: `Suspendable ${run}`, slug: `suspendable-${run}`, email: `s-${run}@example.test`, password: "suspendable passphrase" },
   });
-  expect(signUp.status()).toBe(201);
-  const { firstKey } = (await signUp.json()) as { firstKey: { key: string } };
+  expect(signUp.status()).toBe(202);
+  const addr = `s-${run}@example.test`;
+  await expect.poll(() => mailsTo(state, addr).length).toBe(1);
+  const token = new URL(signUpLink(mailsTo(state, addr)[0]!)).hash.slice("#token=".length);
+  const verified = await request.post(`${state.consoleUrl}/api/v1/signup/verify`, { data: { token } });
+  expect(verified.status()).toBe(201);
+  const { firstKey } = (await verified.json()) as { firstKey: { key: string } };
   const auth = { authorization: `Bearer ${firstKey.key}` };
   expect((await request.get(`${state.consoleUrl}/api/v1/jobs`, { headers: auth })).status()).toBe(200);
 

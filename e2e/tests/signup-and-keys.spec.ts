@@ -1,6 +1,6 @@
-import { expect, test } from "@playwright/test";
+import { expect, test, type APIRequestContext } from "@playwright/test";
 import { checkPageAtWidths } from "./page-checks";
-import { productState } from "./product-state";
+import { mailsTo, productState, signUpLink, type Mail } from "./product-state";
 
 const state = productState();
 const run = Date.now().toString(36);
@@ -9,7 +9,18 @@ const password = "a long enough passphrase";
 
 test.describe.configure({ mode: "serial" });
 
-test("a new team signs up in the console, gets its first key once, and uses it over REST", async ({ page, request }) => {
+/** The `count`th mail to `to`, once the console has written it (mails go out just after the answer). */
+async function mailNumber(to: string, count: number): Promise<Mail> {
+  await expect.poll(() => mailsTo(state, to).length, { message: `mail #${count} to ${to}` }).toBeGreaterThanOrEqual(count);
+  return mailsTo(state, to)[count - 1]!;
+}
+
+async function confirm(request: APIRequestContext, link: string) {
+  const token = new URL(link).hash.replace(/^#token=/, "");
+  return request.post(`${state.consoleUrl}/api/v1/signup/verify`, { data: { token } });
+}
+
+test("a new team signs up in the console, confirms by the mailed link, gets its first key once, and uses it over REST", async ({ page, request }) => {
   await page.goto("/login");
   await page.getByRole("link", { name: "Create an account" }).click();
   await expect(page).toHaveURL(/\/signup$/);
@@ -19,20 +30,57 @@ test("a new team signs up in the console, gets its first key once, and uses it o
 
   await page.getByLabel("Team or company name").fill(`Founders ${run}`);
   await page.getByLabel("Email").fill(email);
+  // A common password is refused at its field, before anything is sent.
+  await page.getByLabel(/^Password/).fill("password1234");
+  await page.getByRole("button", { name: "Create account" }).click();
+  await expect(page.getByRole("alert").filter({ hasText: "too easy to guess" })).toBeVisible();
+  await expect(page.getByLabel(/^Password/)).toHaveAttribute("aria-invalid", "true");
   await page.getByLabel(/^Password/).fill(password);
   await page.getByRole("button", { name: "Create account" }).click();
+
+  const sent = page.getByTestId("signup-check-email");
+  await expect(sent).toContainText("Check your email");
+  await expect(sent).toContainText(email);
+  await expect(sent).toContainText("expires");
+  await checkPageAtWidths(page, "signup-check-email", async () => {
+    await expect(sent).toBeVisible();
+  });
+
+  const mail = await mailNumber(email, 1);
+  expect(mail.subject).toContain(`Founders ${run}`);
+  expect(mail.text).toContain("create your tenant");
+  const link = signUpLink(mail);
+  await page.goto(link);
   const secret = page.getByTestId("secret-value");
   await expect(secret).toBeVisible();
+  await expect(page.getByTestId("signup-done")).toContainText(`Founders ${run}`);
   const firstKey = (await secret.textContent())!.trim();
   expect(firstKey).toMatch(/^tk_/);
-  await page.screenshot({ path: "test-results/signup-done-1280.png", fullPage: true });
+  await checkPageAtWidths(page, "signup-verified", async () => {
+    await expect(secret).toBeVisible();
+  });
 
   const queues = await request.get(`${state.consoleUrl}/api/v1/queues`, { headers: { authorization: `Bearer ${firstKey}` } });
   expect(queues.status()).toBe(200);
   expect(((await queues.json()) as { data: { name: string }[] }).data.map((q) => q.name)).toEqual(["default"]);
 
-  await page.getByRole("button", { name: "Continue to the console" }).click();
+  // Not signed in here: the console asks for the password chosen at sign-up, then opens the new tenant.
+  await page.getByRole("link", { name: "Continue to the console" }).click();
+  await expect(page).toHaveURL(/\/login/);
+  await page.getByLabel("Email").fill(email);
+  await page.getByLabel("Password").fill(password);
+  await page.getByRole("button", { name: "Sign in" }).click();
   await expect(page.getByText(`Signed in as ${email} · Founders ${run} (owner)`)).toBeVisible();
+
+  // The link works once: opened again (another tab, a reload) it says so, and shows no key.
+  const again = await page.context().newPage();
+  await again.goto(link);
+  await expect(again.getByTestId("signup-verify-error")).toContainText("used already or has expired");
+  await expect(again.getByTestId("secret-value")).toHaveCount(0);
+  await checkPageAtWidths(again, "signup-verify-invalid", async () => {
+    await expect(again.getByTestId("signup-verify-error")).toBeVisible();
+  });
+  await again.close();
 });
 
 test("the API keys page creates a key shown once, lists it, and revokes it; the key works until then", async ({ page, request }) => {
@@ -75,8 +123,14 @@ test("the API keys page creates a key shown once, lists it, and revokes it; the 
 
 test("a person in two tenants switches between them, and the choice is remembered", async ({ page, request }) => {
   const second = `Second ${run}`;
-  const res = await request.post(`${state.consoleUrl}/api/v1/signup`, { data: { tenantName: second, email, password } });
-  expect(res.status()).toBe(201);
+  // Signing up again with the account's email: the same answer as for a new address, and a mail to its owner.
+  // The password given here is not applied to the existing account.
+  const res = await request.post(`${state.consoleUrl}/api/v1/signup`, { data: { tenantName: second, email, password: "some other passphrase" } });
+  expect(res.status()).toBe(202);
+  expect(await res.json()).toMatchObject({ status: "verification_sent", email });
+  const mail = await mailNumber(email, 2);
+  expect(mail.text).toContain("already has a Tick account");
+  expect((await confirm(request, signUpLink(mail))).status()).toBe(201);
   await signIn(page);
   const switcher = page.getByTestId("tenant-switcher");
   await expect(switcher).toBeVisible();

@@ -1,14 +1,18 @@
 // Runs once as the server starts, before it serves anything: API responses lose Next's router Vary,
+// each request is tagged with its socket's address (server/api/client-address.ts),
 // the configuration is validated (a bad variable stops the server with a message naming it), the
 // console's clean stop is installed when NEXT_MANUAL_SIG_HANDLE leaves the signals to it, and the metrics
 // side server starts.
 import { EnvError, EXIT_CONFIG } from "@tick/runtime";
 import { stripRouterVaryFromApi } from "./server/api-vary";
+import { recordSocketAddresses } from "./server/api/client-address";
 import { getEnv } from "./server/env";
 import { startMetricsServer } from "./server/metrics-server";
 import { installConsoleShutdown } from "./server/shutdown";
 
 stripRouterVaryFromApi();
+// Each request's socket address, for per-address limits: route handlers are given no socket.
+recordSocketAddresses();
 
 try {
   if (getEnv().NEXT_MANUAL_SIG_HANDLE) installConsoleShutdown();

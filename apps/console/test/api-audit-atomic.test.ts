@@ -1,7 +1,30 @@
-import { describe, expect, it } from "vitest";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { waitFor } from "@tick/testing";
 import { itConformsToOpenApi, jobBody, useConsole } from "./harness";
 
-const suite = useConsole({ TICK_SIGNUP: "open" });
+// Open sign-up mails a confirmation link: here into a directory the test reads.
+const mailDir = fs.mkdtempSync(path.join(os.tmpdir(), "tick-atomic-mail-"));
+const suite = useConsole({ TICK_SIGNUP: "open", TICK_MAIL_DIR: mailDir });
+afterAll(() => fs.rmSync(mailDir, { recursive: true, force: true }));
+
+/** The sign-up token mailed to `to`, once its mail is written. */
+async function mailedSignUpToken(to: string): Promise<string> {
+  let token: string | undefined;
+  await waitFor(
+    () => {
+      for (const f of fs.readdirSync(mailDir).filter((n) => n.endsWith(".json"))) {
+        const mail = JSON.parse(fs.readFileSync(path.join(mailDir, f), "utf8")) as { to: string; text: string };
+        if (mail.to === to) token = /#token=([\w-]+)/.exec(mail.text)?.[1];
+      }
+      return token !== undefined;
+    },
+    { timeoutMs: 10_000, description: `the sign-up mail to ${to}` },
+  );
+  return token!;
+}
 
 /**
  * Every audit insert fails while `fn` runs: a trigger in this test's own database raises on audit_log,
@@ -103,6 +126,9 @@ describe("a change and its audit row commit together (#19)", () => {
     await prisma.user.update({ where: { id: ops.id }, data: { platformOperator: true } });
     const operator = suite.h.sessionClient(await suite.h.signIn(ops.email, ops.password));
     const email = `founder-${Date.now()}@example.test`;
+    // Sign-up itself writes nothing audited (the confirmation does): ask first, confirm inside the changes.
+    expect((await suite.h.client("").call("signUp", { body: { tenantName: "Atomic", email, password: "a long enough passphrase" } })).status).toBe(202);
+    const token = await mailedSignUpToken(email);
     const snapshot = async () => ({
       tenants: await prisma.tenant.count(),
       users: await prisma.user.count(),
@@ -115,7 +141,7 @@ describe("a change and its audit row commit together (#19)", () => {
     });
     const before = await snapshot();
     const changes = [
-      () => suite.h.client("").call("signUp", { body: { tenantName: "Atomic", email, password: "a long enough passphrase" } }),
+      () => suite.h.client("").call("verifySignup", { body: { token } }),
       () => client.call("inviteMember", { body: { email: `new-${Date.now()}@example.test`, role: "viewer" } }),
       () => client.call("revokeInvitation", { params: { id: invited.body.invitation.id } }),
       () => client.call("updateMember", { params: { id: member.id }, body: { role: "operator" } }),

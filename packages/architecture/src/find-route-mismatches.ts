@@ -14,8 +14,8 @@ interface ContractRoute {
   node: ts.Node;
 }
 
-/** The wrappers that bind a handler to its contract route: authenticated, public (sign-up), platform operator. */
-const ROUTE_WRAPPERS = new Set(["apiRoute", "publicApiRoute", "operatorApiRoute"]);
+/** The wrappers that bind a handler to its contract route: authenticated, public (sign-up), platform operator, the person's own account. */
+const ROUTE_WRAPPERS = new Set(["apiRoute", "publicApiRoute", "operatorApiRoute", "accountApiRoute"]);
 
 /**
  * The route table and the handlers agree: every route in packages/contract/src/routes.ts has a handler

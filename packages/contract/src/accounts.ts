@@ -18,8 +18,17 @@ export const emailSchema = z
   .pipe(z.email())
   .transform((e) => e.toLowerCase());
 
-/** Long enough to resist guessing; the upper bound keeps hashing cheap for the server. */
-export const passwordSchema = z.string().min(12, "at least 12 characters").max(200);
+/**
+ * A password someone sets or proves: long enough to resist guessing, never only spaces; the upper bound keeps
+ * hashing cheap for the server. The console's server also refuses passwords that are common or close to one
+ * (apps/console/src/server/services/password-policy.ts): that check needs a list of tens of thousands of
+ * passwords, too large for this contract, which the browser bundle includes.
+ */
+export const passwordSchema = z
+  .string()
+  .min(12, "at least 12 characters")
+  .max(200, "at most 200 characters")
+  .regex(/\S/, "cannot be only spaces");
 
 export const signUpSchema = z
   .object({
@@ -31,6 +40,21 @@ export const signUpSchema = z
     name: z.string().trim().min(1).max(100).optional(),
   })
   .meta({ id: "SignUp" });
+
+/** What sign-up answers for every email, with or without an account: the link is in the mail, nothing else here. */
+export const signUpRequestedSchema = z
+  .object({
+    status: z.literal("verification_sent"),
+    /** The address the confirmation link was sent to (as given, lower-cased). */
+    email: z.string(),
+    /** When the link stops working (TICK_SIGNUP_TTL after the request). */
+    expiresAt: timestamp,
+  })
+  .meta({ id: "SignUpRequested" });
+export type SignUpRequested = z.output<typeof signUpRequestedSchema>;
+
+/** The token from a sign-up confirmation link (`/signup/verify#token=…`). */
+export const verifySignupSchema = z.object({ token: z.string().min(20).max(200) }).meta({ id: "VerifySignup" });
 
 export const tenantSummarySchema = z.object({ id: uuid, slug: z.string(), name: z.string() }).meta({ id: "TenantSummary" });
 

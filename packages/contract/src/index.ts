@@ -11,6 +11,7 @@ export * from "./audit.js";
 export * from "./dlq.js";
 export * from "./lifecycle.js";
 export * from "./accounts.js";
+export * from "./account.js";
 export * from "./dependencies.js";
 export * from "./stats.js";
 export * from "./platform-status.js";

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { backoffPolicySchema, idempotencyKeySchema, JOB_STATES } from "@tick/core";
-import { nullableTimestamp, page, pageQuery, problemSchema, timestamp, uuid } from "./common.js";
+import { httpUrlSchema, nullableTimestamp, page, pageQuery, problemSchema, timestamp, uuid } from "./common.js";
 
 /** The job states of the state machine in @tick/core, as the API names them. */
 export const JOB_STATUSES = JOB_STATES;
@@ -10,6 +10,10 @@ export const jobStatusSchema = z.enum(JOB_STATUSES);
 // traceparent and tracestate carry the job's trace (#21): send them on the create request instead.
 const RESERVED_HEADER = /^(host|content-length|transfer-encoding|connection|keep-alive|upgrade|te|trailer|proxy-.*|idempotency-key|tick-.*|traceparent|tracestate)$/i;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+// RFC 9110 field-value characters as the worker's HTTP client sends them (one byte each): tab, space,
+// visible ASCII, U+0080-U+00FF. Anything else (a line break, another control character, DEL, a character
+// above U+00FF) would make every attempt fail when the request is built.
+const HEADER_VALUE = /^[\t\u0020-\u007e\u0080-\u00ff]*$/;
 
 export const backoffSchema = backoffPolicySchema.meta({
   id: "Backoff",
@@ -19,11 +23,14 @@ export const backoffSchema = backoffPolicySchema.meta({
 export const httpTargetSchema = z
   .strictObject({
     method: z.enum(["GET", "POST", "PUT", "PATCH", "DELETE"]).default("POST"),
-    url: z.string().max(2048).meta({ description: "http(s) URL; private, loopback and link-local addresses are refused" }),
+    url: httpUrlSchema.meta({ description: "http(s) URL without control characters; private, loopback and link-local addresses are refused" }),
     headers: z
       .record(
         z.string().regex(HEADER_NAME, "invalid header name").refine((h) => !RESERVED_HEADER.test(h), "this header is set by Tick"),
-        z.string().max(8192).refine((v) => !/[\r\n]/.test(v), "header values may not contain line breaks"),
+        z
+          .string()
+          .max(8192)
+          .regex(HEADER_VALUE, "header values may not contain line breaks or other control characters, nor characters above U+00FF"),
       )
       .refine((h) => Object.keys(h).length <= 50, "at most 50 headers")
       .default({}),
@@ -48,7 +55,7 @@ export const createJobSchema = z
     maxAttempts: z.number().int().min(1).max(100).optional(),
     backoff: backoffSchema.optional(),
     expiresAt: timestamp.optional().meta({ description: "Past this instant the job is not started any more; it ends as expired" }),
-    callbackUrl: z.string().max(2048).optional().meta({ description: "Receives a signed webhook when the job finishes" }),
+    callbackUrl: httpUrlSchema.optional().meta({ description: "Receives a signed webhook when the job finishes" }),
     dependencyKey: z.string().min(1).max(200).optional().meta({ description: "Circuit-breaker key; defaults to the target host" }),
     metadata: metadataSchema.default({}),
   })

@@ -110,7 +110,11 @@ export function buildOpenApiDocument(routeTable: Record<string, RouteDef>, optio
       operationId,
       summary: route.summary,
       ...(route.description ? { description: route.description } : {}),
-      ...(route.scope === null ? { security: [] } : route.scope === "platform" ? { security: [{ consoleSession: [] }], "x-required-scope": "platform" } : { "x-required-scope": route.scope }),
+      ...(route.scope === null
+        ? { security: [] }
+        : route.scope === "platform" || route.scope === "account"
+          ? { security: [{ consoleSession: [] }], "x-required-scope": route.scope }
+          : { "x-required-scope": route.scope }),
       parameters: parametersOf(route, components),
       ...(route.body
         ? { requestBody: { required: true, content: { "application/json": { schema: components.convert(route.body, "input") } } } }
@@ -136,7 +140,8 @@ export function buildOpenApiDocument(routeTable: Record<string, RouteDef>, optio
     components: {
       securitySchemes: {
         apiKey: { type: "http", scheme: "bearer", bearerFormat: "tk_<prefix>_<secret>" },
-        // Platform operator operations take a console session of a platform operator, never an API key.
+        // Platform operator operations take a console session of a platform operator, and account operations the
+        // signed-in person's own session; never an API key.
         consoleSession: { type: "apiKey", in: "cookie", name: "next-auth.session-token" },
       },
       schemas: components.schemas,

@@ -26,8 +26,10 @@ import {
   operatorTenantPageSchema,
   operatorTenantQuerySchema,
   operatorTenantSchema,
+  signUpRequestedSchema,
   signUpResultSchema,
   signUpSchema,
+  verifySignupSchema,
   suspendTenantSchema,
   updateMemberSchema,
   updateTenantLimitsSchema,
@@ -49,6 +51,7 @@ import {
 } from "./webhooks.js";
 import { auditPageSchema, auditQuerySchema } from "./audit.js";
 import { platformStatusSchema } from "./platform-status.js";
+import { accountSessionListSchema, changePasswordSchema, endedSessionsSchema, passwordChangedSchema } from "./account.js";
 import { createReplaySchema, replayListQuerySchema, replayPageSchema, replayPreviewSchema, replaySchema } from "./dlq.js";
 import { createScheduleSchema, previewQuerySchema, previewRuleSchema, previewSchema, schedulePageSchema, scheduleSchema, updateScheduleSchema } from "./schedules.js";
 import type { ApiKeyScope } from "./scopes.js";
@@ -71,9 +74,10 @@ export interface RouteDef {
   description?: string;
   /**
    * The scope an API key (or a console role) needs; `platform`: a platform operator's console session only
-   * (the people running the SaaS, not a tenant role); null: a public operation, no credentials (sign-up).
+   * (the people running the SaaS, not a tenant role); `account`: the signed-in person's own console session
+   * only (their sessions and password; no tenant, never an API key); null: a public operation, no credentials (sign-up).
    */
-  scope: ApiKeyScope | "platform" | null;
+  scope: ApiKeyScope | "platform" | "account" | null;
   params?: z.ZodObject;
   query?: z.ZodObject;
   body?: z.ZodType;
@@ -280,15 +284,33 @@ export const routes = {
   signUp: {
     method: "post",
     path: "/signup",
-    summary: "Sign up: create a tenant, its owner and a first API key",
+    summary: "Sign up: mail a link that creates a tenant, its owner and a first API key",
     description:
-      "Public (no credentials). Creates the tenant with a default queue, its owner (a new user, or an existing one " +
-      "who proves it with their password) and an admin API key, returned once. Allowed when the deployment's " +
+      "Public (no credentials). Answers 202 with the same body for every email, whether an account has it or not, " +
+      "and mails a single-use link (`/signup/verify#token=…`, valid for TICK_SIGNUP_TTL) to the address: a new " +
+      "address confirms to create its tenant; an address with an account is told someone asked to add a tenant " +
+      "with it. Nothing is created until the link is confirmed (`POST /signup/verify`). A password that is too " +
+      "easy to guess is 422, a taken tenant ID 409 (neither depends on the email). Allowed when the deployment's " +
       "TICK_SIGNUP is `open`; otherwise 403 `signup_closed`. Rate limited per client address and per email (429).",
     scope: null,
     body: signUpSchema,
-    responses: { 201: { description: "Created; `firstKey.key` is shown only now", schema: signUpResultSchema } },
+    responses: { 202: { description: "The confirmation link was mailed (the same answer for every email)", schema: signUpRequestedSchema } },
     errors: ["signup_closed", "conflict", "validation_failed"],
+  },
+  verifySignup: {
+    method: "post",
+    path: "/signup/verify",
+    summary: "Confirm a sign-up: create the tenant, its owner and a first API key",
+    description:
+      "Public. The token from the mailed link, in the body (never in a URL the server logs). Creates, in one " +
+      "transaction with its audit rows, the tenant with its default queue, its owner (the email's account if it " +
+      "has one, which keeps its password; else a new account with the password given at sign-up) and an API key " +
+      "with scope admin and role owner, returned once. Single use: a used, expired or unknown token is 404; a " +
+      "tenant ID taken since the sign-up is 409. Rate limited per client address (429).",
+    scope: null,
+    body: verifySignupSchema,
+    responses: { 201: { description: "Created; `firstKey.key` is shown only now", schema: signUpResultSchema } },
+    errors: ["signup_closed", "not_found", "conflict", "validation_failed"],
   },
   listMembers: {
     method: "get",
@@ -405,6 +427,46 @@ export const routes = {
     params: idParams,
     responses: { 200: { description: "Resumed: its keys work and its due jobs dispatch again", schema: operatorTenantSchema } },
     errors: ["not_found"],
+  },
+  listAccountSessions: {
+    method: "get",
+    path: "/account/sessions",
+    summary: "The signed-in person's active console sessions (account)",
+    description: "Each sign-in that has not signed out, idled past TICK_SESSION_IDLE_TIMEOUT or reached TICK_SESSION_MAX_AGE; `current` marks the one asking.",
+    scope: "account",
+    responses: { 200: { description: "Active sessions, most recently seen first", schema: accountSessionListSchema } },
+    errors: [],
+  },
+  revokeAccountSessions: {
+    method: "post",
+    path: "/account/sessions/revoke",
+    summary: "Sign out everywhere: end every session of the signed-in person, this one included (account)",
+    description: "Each ended session is refused (401) from its next request on, in every browser.",
+    scope: "account",
+    responses: { 200: { description: "Signed out everywhere", schema: endedSessionsSchema } },
+    errors: [],
+  },
+  revokeAccountSession: {
+    method: "post",
+    path: "/account/sessions/{id}/revoke",
+    summary: "End one of the signed-in person's sessions (account)",
+    description: "Another person's session, or an unknown id, is 404. Ending one that already ended answers `ended: 0`.",
+    scope: "account",
+    params: idParams,
+    responses: { 200: { description: "Ended (or had already ended)", schema: endedSessionsSchema } },
+    errors: ["not_found"],
+  },
+  changePassword: {
+    method: "post",
+    path: "/account/password",
+    summary: "Change the signed-in person's password (account)",
+    description:
+      "Needs the current password (a wrong one is 422 with an error at `currentPassword`). Every other session of the " +
+      "person is signed out; this one stays.",
+    scope: "account",
+    body: changePasswordSchema,
+    responses: { 200: { description: "Changed", schema: passwordChangedSchema } },
+    errors: ["validation_failed", "conflict"],
   },
   operatorStatus: {
     method: "get",

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { backoffSchema, httpTargetSchema } from "./jobs.js";
-import { nullableTimestamp, page, timestamp, uuid } from "./common.js";
+import { httpUrlSchema, nullableTimestamp, page, timestamp, uuid } from "./common.js";
 
 const policies = {
   dstGapPolicy: z.enum(["shift_forward", "skip"]).meta({ description: "A local time that does not exist (spring forward): fire at the first valid instant after the gap, or skip it" }),
@@ -16,7 +16,7 @@ export const scheduleJobTemplateSchema = z
     priority: z.number().int().min(-1000).max(1000).optional(),
     maxAttempts: z.number().int().min(1).max(100).optional(),
     backoff: backoffSchema.optional(),
-    callbackUrl: z.string().max(2048).optional(),
+    callbackUrl: httpUrlSchema.optional(),
     dependencyKey: z.string().min(1).max(200).optional(),
     metadata: z.record(z.string().max(100), z.unknown()).optional(),
     expiresAfterMs: z.number().int().min(1000).max(366 * 86_400_000).optional().meta({ description: "Each occurrence's job expires this long after its due time" }),

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { nullableTimestamp, timestamp } from "./common.js";
+import { httpUrlSchema, nullableTimestamp, timestamp } from "./common.js";
 
 export const signingSecretSchema = z
   .object({
@@ -45,7 +45,7 @@ export const webhookEndpointListSchema = z.object({ data: z.array(webhookEndpoin
 
 export const createWebhookEndpointSchema = z
   .strictObject({
-    url: z.string().max(2048),
+    url: httpUrlSchema,
     events: z.array(webhookEventSchema).min(1).max(WEBHOOK_EVENTS.length),
     description: z.string().trim().max(200).optional(),
     enabled: z.boolean().default(true),
@@ -54,7 +54,7 @@ export const createWebhookEndpointSchema = z
 
 export const updateWebhookEndpointSchema = z
   .strictObject({
-    url: z.string().max(2048).optional(),
+    url: httpUrlSchema.optional(),
     events: z.array(webhookEventSchema).min(1).max(WEBHOOK_EVENTS.length).optional(),
     description: z.string().trim().max(200).nullable().optional(),
     enabled: z.boolean().optional(),

@@ -17,7 +17,10 @@ const NAV = [
   { href: "/docs/api", label: "API reference" },
 ];
 
-/** The console's top bar: who is signed in to which tenant (and as what), the pages, sign out. */
+/** The signed-in person's own page (their sessions, their password), beside Sign out. */
+const ACCOUNT = { href: "/account", label: "Account" };
+
+/** The console's top bar: who is signed in to which tenant (and as what), the pages, their account, sign out. */
 export function ConsoleHeader({ user, membership, current }: { user: ConsoleUser; membership: ConsoleMembership | undefined; current: string }) {
   return (
     <header className="mb-8 flex flex-wrap items-center justify-between gap-x-6 gap-y-3">
@@ -31,7 +34,7 @@ export function ConsoleHeader({ user, membership, current }: { user: ConsoleUser
       <div className="flex flex-wrap items-center gap-x-4 gap-y-2">
         {user.memberships.length > 1 ? <TenantSwitcher memberships={user.memberships} currentId={membership?.tenantId} /> : null}
         <nav className="flex flex-wrap items-center gap-x-4 gap-y-2" aria-label="Console">
-          {[...NAV, ...(user.platformOperator ? [{ href: "/operator", label: "Operator" }] : [])].map((item) => (
+          {[...NAV, ...(user.platformOperator ? [{ href: "/operator", label: "Operator" }] : []), ACCOUNT].map((item) => (
             <Link key={item.href} href={item.href} aria-current={item.href === current ? "page" : undefined}
               className={`text-sm hover:underline ${item.href === current ? "font-medium text-slate-900" : "text-slate-600 hover:text-slate-900"}`}>
               {item.label}

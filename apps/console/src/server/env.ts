@@ -43,6 +43,18 @@ export const consoleEnvSchema = z.object({
   TICK_AUTH_RATE_PER_EMAIL: z.coerce.number().int().positive().default(10),
   TICK_AUTH_RATE_WINDOW: durationSchema.default(15 * 60_000),
   /**
+   * How long a successful sign-in makes its (email, client address) pair known: attempts from a known
+   * address are limited by their own failure count, not the email's, so strangers guessing from
+   * elsewhere do not lock the owner out (auth-limits.ts). 0: no address is ever known.
+   */
+  TICK_AUTH_KNOWN_ADDRESS_TTL: durationSchema.default(30 * 24 * 3_600_000),
+  /**
+   * Proxies in front of the console that append the address they see to X-Forwarded-For. 0 (the
+   * default): the header is ignored and the client address is the connection's; N: the Nth entry from
+   * the right (client-address.ts). Set it to the number of such hops, never more.
+   */
+  TICK_TRUSTED_PROXIES: z.coerce.number().int().min(0).max(16).default(0),
+  /**
    * Platform operators by config: comma-separated emails of accounts that may list, limit, suspend and
    * resume tenants (besides those made operators with `npm run tick -- operator add <email>`).
    */
@@ -52,9 +64,26 @@ export const consoleEnvSchema = z.object({
     .transform((s) => s.split(",").map((e) => e.trim().toLowerCase()).filter(Boolean)),
   /** How long an invitation link stays valid. */
   TICK_INVITATION_TTL: durationSchema.default(7 * 24 * 3_600_000),
-  /** Mail server for invitation links (smtp://user:pass@host:587 or smtps://…); unset: links are only shown to the inviter. */
+  /**
+   * A console sign-in's absolute lifetime, whatever its activity (the server-side session row's end, and the
+   * session cookie's max age). Sign-out, "sign out everywhere" and a password change end sessions earlier.
+   */
+  TICK_SESSION_MAX_AGE: durationSchema.refine((ms) => ms >= 1_000, "must be at least 1s").default(8 * 3_600_000),
+  /** A console session that makes no request for this long is ended (its last request is recorded to within a minute). */
+  TICK_SESSION_IDLE_TIMEOUT: durationSchema.refine((ms) => ms >= 1_000, "must be at least 1s").default(2 * 3_600_000),
+  /** How long a sign-up confirmation link stays valid. */
+  TICK_SIGNUP_TTL: durationSchema.default(24 * 3_600_000),
+  /**
+   * Mail server for invitation links and sign-up confirmations (smtp://user:pass@host:587 or smtps://…).
+   * Neither this nor TICK_MAIL_DIR: invitation links are only shown to the inviter.
+   */
   SMTP_URL: z.string().regex(/^smtps?:\/\//, "must be an smtp:// or smtps:// URL").optional(),
-  /** Sender of invitation emails. */
+  /**
+   * A directory every mail is written to (one JSON file each: from, to, subject, text, date) instead of being
+   * sent; it takes precedence over SMTP_URL. For local runs and tests (`npm start` sets <its data dir>/mail).
+   */
+  TICK_MAIL_DIR: z.string().optional(),
+  /** Sender of invitation and sign-up emails. */
   SMTP_FROM: z.string().default("Tick <no-reply@tick.local>"),
   /** How long an admission check may wait for Redis before the request is let through (fail open). */
   API_RATE_LIMIT_TIMEOUT: durationSchema.default(250),
@@ -63,6 +92,17 @@ export const consoleEnvSchema = z.object({
    * console then drains and exits 0 (server/shutdown.ts) instead of Next's 130/143.
    */
   NEXT_MANUAL_SIG_HANDLE: z.string().optional(),
+  /** Set by Next (`next dev`: development): the page CSP then allows what dev tooling needs (src/proxy.ts). */
+  NODE_ENV: z.enum(["development", "production", "test"]).default("production"),
+}).superRefine((env, ctx) => {
+  // Open sign-up confirms the email by a mailed link: without a way to mail it nobody could finish.
+  if (env.TICK_SIGNUP === "open" && !env.SMTP_URL && !env.TICK_MAIL_DIR) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["TICK_SIGNUP"],
+      message: "is open, but sign-up mails a confirmation link and there is nowhere to send it: set SMTP_URL (a mail server) or TICK_MAIL_DIR (a directory mails are written to)",
+    });
+  }
 });
 
 export type ConsoleEnv = z.output<typeof consoleEnvSchema>;

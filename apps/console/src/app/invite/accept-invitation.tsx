@@ -4,20 +4,14 @@ import { useMutation, useQuery } from "@tanstack/react-query";
 import { signIn } from "next-auth/react";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
-import { useSyncExternalStore, type FormEvent } from "react";
+import type { FormEvent } from "react";
+import { useFragmentToken } from "@/components/fragment-token";
 import { ApiProblem, consoleApi, formatTime, inputClass, ok, primaryButtonClass } from "@/components/ui";
-
-const noSubscription = () => () => {};
 
 /** Reads the token from the link's fragment, shows what it grants, and joins with a password. */
 export function AcceptInvitation() {
   const router = useRouter();
-  // The fragment exists only in the browser: undefined while rendered on the server, then the token (or null).
-  const token = useSyncExternalStore(
-    noSubscription,
-    () => new URLSearchParams(window.location.hash.slice(1)).get("token"),
-    () => undefined,
-  );
+  const token = useFragmentToken();
   const preview = useQuery({
     queryKey: ["invitation", token],
     enabled: typeof token === "string",

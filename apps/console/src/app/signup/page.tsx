@@ -12,7 +12,9 @@ export default function SignUpPage() {
         <h1 className="mb-1 text-2xl font-semibold">Create your Tick account</h1>
         {mode === "open" ? (
           <>
-            <p className="mb-6 text-sm text-slate-600">A tenant for your team, with you as its owner and a first API key.</p>
+            <p className="mb-6 text-sm text-slate-600">
+              A tenant for your team, with you as its owner and a first API key. We email you a link to confirm the address first.
+            </p>
             <SignUpForm />
           </>
         ) : (

@@ -1,9 +1,7 @@
 "use client";
 
-import { signIn } from "next-auth/react";
-import { useRouter } from "next/navigation";
 import { useState, type FormEvent } from "react";
-import { CopySecret } from "@/components/copy-secret";
+import { formatTime } from "@/components/ui";
 
 interface Problem {
   title?: string;
@@ -11,21 +9,23 @@ interface Problem {
   errors?: { path: string; message: string }[];
 }
 
-interface SignedUp {
-  tenant: { id: string; slug: string; name: string };
-  user: { id: string; email: string };
-  firstKey: { key: string; apiKey: { prefix: string } };
+interface Requested {
+  status: "verification_sent";
+  email: string;
+  expiresAt: string;
 }
 
 const input = "mt-1 block w-full rounded-md border border-slate-300 px-3 py-2 text-sm focus:border-indigo-500 focus:outline-none";
 
-/** Sign-up: the form, then the first API key shown once, then into the console signed in. */
+/**
+ * Sign-up: the form, then "check your email". The tenant is made when the mailed link is opened
+ * (/signup/verify), which shows the first API key.
+ */
 export function SignUpForm() {
-  const router = useRouter();
   const [pending, setPending] = useState(false);
   const [error, setError] = useState<string>();
   const [fieldErrors, setFieldErrors] = useState<Record<string, string>>({});
-  const [done, setDone] = useState<{ result: SignedUp; email: string; password: string }>();
+  const [sent, setSent] = useState<{ email: string; tenantName: string; expiresAt: string }>();
 
   async function onSubmit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
@@ -46,9 +46,9 @@ export function SignUpForm() {
     setFieldErrors({});
     try {
       const res = await fetch("/api/v1/signup", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-      const json = (await res.json()) as SignedUp & Problem;
-      if (res.status === 201) {
-        setDone({ result: json, email: body.email, password: body.password });
+      const json = (await res.json()) as Requested & Problem;
+      if (res.status === 202) {
+        setSent({ email: json.email, tenantName: body.tenantName, expiresAt: json.expiresAt });
         return;
       }
       const errors: Record<string, string> = {};
@@ -62,34 +62,22 @@ export function SignUpForm() {
     }
   }
 
-  async function enterConsole() {
-    if (!done) return;
-    setPending(true);
-    const result = await signIn("credentials", { email: done.email, password: done.password, redirect: false }).catch(() => null);
-    setPending(false);
-    if (result?.ok && !result.error) {
-      router.replace("/");
-      router.refresh();
-    } else {
-      router.replace("/login");
-    }
-  }
-
-  if (done) {
+  if (sent) {
     return (
-      <div className="space-y-4" data-testid="signup-done">
-        <p className="text-sm">
-          Tenant <strong>{done.result.tenant.name}</strong> (<code>{done.result.tenant.slug}</code>) is ready, with a default queue.
+      <div className="space-y-3 text-sm" data-testid="signup-check-email" role="status">
+        <h2 className="text-lg font-semibold">Check your email</h2>
+        <p>
+          We sent a link to <strong className="break-all">{sent.email}</strong>. Open it to create <strong>{sent.tenantName}</strong> and
+          get its first API key.
         </p>
-        <div>
-          <h2 className="text-sm font-medium">Your first API key</h2>
-          <p className="mb-2 text-xs text-slate-600">It holds every scope. It is shown only now: store it somewhere safe.</p>
-          <CopySecret value={done.result.firstKey.key} label="First API key" />
-        </div>
-        <button type="button" onClick={() => void enterConsole()} disabled={pending}
-          className="w-full rounded-md bg-indigo-600 px-3 py-2 text-sm font-semibold text-white hover:bg-indigo-500 disabled:opacity-60">
-          {pending ? "Opening…" : "Continue to the console"}
-        </button>
+        <p className="text-slate-600">The link works once and expires {formatTime(sent.expiresAt)}. Nothing is created until it is opened.</p>
+        <p className="text-slate-600">
+          No email? Check your spam folder, or{" "}
+          <button type="button" onClick={() => setSent(undefined)} className="font-medium text-indigo-700 hover:underline">
+            sign up again
+          </button>
+          .
+        </p>
       </div>
     );
   }
@@ -120,14 +108,14 @@ export function SignUpForm() {
         {fieldError("email")}
       </label>
       <label className="block text-sm font-medium">
-        Password <span className="font-normal text-slate-500">(at least 12 characters)</span>
+        Password <span className="font-normal text-slate-600">(at least 12 characters, not a common one)</span>
         <input name="password" type="password" required minLength={12} autoComplete="new-password" className={input} {...described("password")} />
         {fieldError("password")}
       </label>
       {error ? <p role="alert" className="text-sm text-red-700">{error}</p> : null}
       <button type="submit" disabled={pending}
         className="w-full rounded-md bg-indigo-600 px-3 py-2 text-sm font-semibold text-white hover:bg-indigo-500 disabled:opacity-60">
-        {pending ? "Creating…" : "Create account"}
+        {pending ? "Sending…" : "Create account"}
       </button>
     </form>
   );

@@ -10,7 +10,8 @@ import type { InvitationMailer, MemberDeps } from "../services/members";
 import type { WebhookDeps } from "../services/webhooks";
 import type { ServiceDeps } from "../services/service-deps";
 import type { PlatformStatusDeps } from "../services/platform-status";
-import { createInvitationMailer } from "../mailer";
+import type { SessionDeps } from "../services/sessions";
+import { createInvitationMailer, createMailer, type Mailer } from "../mailer";
 import { tallyAdmission } from "../metrics";
 
 let cached: JobServiceDeps | undefined;
@@ -44,16 +45,42 @@ export function getAuthLimits(): AuthLimits {
       redis,
       prefix: env.TICK_REDIS_PREFIX,
       logger,
-      policy: { perAddress: env.TICK_AUTH_RATE_PER_ADDRESS, perEmail: env.TICK_AUTH_RATE_PER_EMAIL, windowMs: env.TICK_AUTH_RATE_WINDOW },
+      policy: {
+        perAddress: env.TICK_AUTH_RATE_PER_ADDRESS,
+        perEmail: env.TICK_AUTH_RATE_PER_EMAIL,
+        windowMs: env.TICK_AUTH_RATE_WINDOW,
+        knownAddressTtlMs: env.TICK_AUTH_KNOWN_ADDRESS_TTL,
+      },
     });
   }
   return authLimits;
 }
 
+let sharedMailer: Mailer | null | undefined;
+
+/** The one mail transport (TICK_MAIL_DIR, else SMTP_URL, else none), shared by sign-up and invitations. */
+export function getMailer(): Mailer | null {
+  if (sharedMailer === undefined) {
+    const env = getEnv();
+    sharedMailer = createMailer({ smtpUrl: env.SMTP_URL, mailDir: env.TICK_MAIL_DIR, from: env.SMTP_FROM });
+  }
+  return sharedMailer;
+}
+
 /** What the account services (sign-up, members, operators) need. */
 export function getAccountDeps(): AccountDeps {
   const env = getEnv();
-  return { prisma: getContext().prisma, limits: getAuthLimits(), signUpMode: env.TICK_SIGNUP, shardCount: env.TICK_SHARDS };
+  const { prisma, logger } = getContext();
+  return {
+    prisma,
+    limits: getAuthLimits(),
+    signUpMode: env.TICK_SIGNUP,
+    shardCount: env.TICK_SHARDS,
+    publicUrl: env.NEXTAUTH_URL,
+    signUpTtlMs: env.TICK_SIGNUP_TTL,
+    mailer: getMailer(),
+    logger,
+  };
 }
 
 let mailer: InvitationMailer | undefined;
@@ -62,7 +89,8 @@ let mailer: InvitationMailer | undefined;
 export function getMemberDeps(): MemberDeps {
   const env = getEnv();
   const { prisma, pool, logger } = getContext();
-  mailer ??= env.SMTP_URL ? createInvitationMailer(env.SMTP_URL, env.SMTP_FROM) : null;
+  const transport = getMailer();
+  mailer ??= transport ? createInvitationMailer(transport) : null;
   return {
     prisma,
     pool,
@@ -114,4 +142,16 @@ export function getPlatformStatusDeps(): PlatformStatusDeps {
     platformStatusDeps = { pool, shardCount: env.TICK_SHARDS, openBreakers: () => ask(breakers.openDependencies()), readyzTimeoutMs: 1_000 };
   }
   return platformStatusDeps;
+}
+
+let sessionDeps: SessionDeps | undefined;
+
+/** What the console sessions need (sign-in, every request's session check, the account routes): TICK_SESSION_*. */
+export function getSessionDeps(): SessionDeps {
+  if (!sessionDeps) {
+    const env = getEnv();
+    const { prisma, logger } = getContext();
+    sessionDeps = { prisma, logger, maxAgeMs: env.TICK_SESSION_MAX_AGE, idleTimeoutMs: env.TICK_SESSION_IDLE_TIMEOUT, now: Date.now };
+  }
+  return sessionDeps;
 }

@@ -4,8 +4,10 @@ import { hasScope, routes, type RouteName } from "@tick/contract";
 import { getContext } from "../context";
 import { getEnv, type ConsoleEnv } from "../env";
 import { problemResponse } from "../problem";
-import { getConsoleUser } from "../auth";
+import { getConsoleUser, type ConsoleUser } from "../auth";
 import { assertSameOrigin, authenticateApiKey, authenticateSession, type ApiPrincipal } from "./authenticate";
+import { assertCleanQuery, findBadParameters, parseJsonBody } from "./input-hygiene";
+import { requestClientAddress } from "./client-address";
 
 type Route<N extends RouteName> = (typeof routes)[N];
 type Out<T> = T extends z.ZodType ? z.output<T> : Record<string, never>;
@@ -55,30 +57,25 @@ async function readJson(request: Request, maxBytes: number): Promise<unknown> {
     }
     chunks.push(value);
   }
-  const text = Buffer.concat(chunks).toString("utf8");
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new AppError("bad_request", "The body is not valid JSON.");
-  }
+  // Nesting, NUL and lone surrogates are refused here, so rawBody routes (batch create) get the same care.
+  return parseJsonBody(Buffer.concat(chunks).toString("utf8"));
 }
 
-/** Who is calling: the client address (for rate limits), as the nearest proxy, or Next itself, saw it. */
+/**
+ * Who is calling, for per-address rate limits: the connection's address, or with TICK_TRUSTED_PROXIES=N
+ * the X-Forwarded-For entry the outermost of those N proxies appended (client-address.ts).
+ */
 export function clientAddress(request: Request): string {
-  // Next sets X-Forwarded-For to the socket's address only when the request has none; a proxy in front
-  // appends the address it saw. So the last entry is the one our own side observed (docs/api.md: run the
-  // console behind a proxy that appends it, or a client can choose the address its sign-ups count under).
-  const forwarded = request.headers.get("x-forwarded-for") ?? "";
-  const last = forwarded.split(",").map((s) => s.trim()).filter(Boolean).pop();
-  return last ?? "unknown";
+  return requestClientAddress(request, getEnv().TICK_TRUSTED_PROXIES);
 }
 
 type AnyRoute = { scope: string | null; params?: z.ZodObject; query?: z.ZodObject; body?: z.ZodType; idempotent?: boolean };
 type PipelineHandler<P> = (req: { principal: P; params: unknown; query: unknown; body: unknown; idempotencyKey: string | null; request: Request }) => Promise<ApiResponse>;
 
 /**
- * The request pipeline shared by every /api/v1 handler: zod parsing of path, query and body, the
- * Idempotency-Key header, and every error mapped to problem+json. `authenticate` resolves the caller
+ * The request pipeline shared by every /api/v1 handler: input hygiene (input-hygiene.ts: nesting depth,
+ * NUL, control characters, lone surrogates) and zod parsing of path, query and body, the Idempotency-Key
+ * header, and every error mapped to problem+json. `authenticate` resolves the caller
  * (and may refuse) before anything is parsed. Every answer is counted by route name and status, with its
  * duration (tick_api_requests_total, tick_api_request_duration_seconds: in-memory updates only).
  */
@@ -118,12 +115,19 @@ function answerRequest<P>(
       tenantId = (principal as { tenant?: { id: string } } | null)?.tenant?.id;
       let params: unknown = {};
       if (route.params) {
-        const parsed = route.params.safeParse(await context.params);
-        // A malformed id names no resource of this tenant: the same 404 as someone else's id.
-        if (!parsed.success) throw new AppError("not_found", "No such resource.");
+        const raw = await context.params;
+        // A malformed id (or a name holding a NUL, a control character or a lone surrogate, which nothing
+        // stored can) names no resource of this tenant: the same 404 as someone else's id.
+        const parsed = findBadParameters(Object.entries(raw)).length === 0 ? route.params.safeParse(raw) : null;
+        if (!parsed?.success) throw new AppError("not_found", "No such resource.");
         params = parsed.data;
       }
-      const query = route.query ? route.query.parse(Object.fromEntries(new URL(request.url).searchParams)) : {};
+      let query = {};
+      if (route.query) {
+        const { searchParams } = new URL(request.url);
+        assertCleanQuery(searchParams); // 422 before any value reaches a schema's transform or SQL
+        query = route.query.parse(Object.fromEntries(searchParams));
+      }
       let body: unknown;
       if (route.body) {
         const json = await readJson(request, (options.maxBodyBytes ?? ((env: ConsoleEnv) => env.API_MAX_BODY_BYTES))(getEnv()));
@@ -160,6 +164,7 @@ export function apiRoute<N extends RouteName>(
   const scope = route.scope;
   if (scope === null) throw new Error(`${name} is a public route: wrap it with publicApiRoute`);
   if (scope === "platform") throw new Error(`${name} is a platform operator route: wrap it with operatorApiRoute`);
+  if (scope === "account") throw new Error(`${name} is an account route (the signed-in person's own session): wrap it with accountApiRoute`);
   return handleRequest(
     name,
     route,
@@ -182,6 +187,18 @@ export function apiRoute<N extends RouteName>(
   );
 }
 
+/**
+ * The signed-in person of an operation that takes a console session only: an API key is refused (403), no session
+ * is 401, and a write must come from the console's origin.
+ */
+async function sessionOnlyUser(request: Request, apiKeyRefusal: string, signInHint: string): Promise<ConsoleUser> {
+  if (request.headers.get("authorization")) throw new AppError("forbidden", apiKeyRefusal);
+  const user = await getConsoleUser();
+  if (!user) throw new AppError("unauthorized", signInHint);
+  assertSameOrigin(request);
+  return user;
+}
+
 /** A platform operator, acting on tenants from the console (never through an API key). */
 export interface OperatorPrincipal {
   actor: { type: "operator"; id: string };
@@ -199,13 +216,8 @@ export function operatorApiRoute<N extends RouteName>(name: N, handler: (req: Op
     route,
     options,
     async (request): Promise<OperatorPrincipal> => {
-      if (request.headers.get("authorization")) {
-        throw new AppError("forbidden", "Platform operator operations take an operator's console session, not an API key.");
-      }
-      const user = await getConsoleUser();
-      if (!user) throw new AppError("unauthorized", "Sign in to the console as a platform operator.");
+      const user = await sessionOnlyUser(request, "Platform operator operations take an operator's console session, not an API key.", "Sign in to the console as a platform operator.");
       if (!user.platformOperator) throw new AppError("forbidden", "Only platform operators may do this.");
-      assertSameOrigin(request);
       return { actor: { type: "operator", id: user.id }, email: user.email };
     },
     handler as (req: unknown) => Promise<ApiResponse>,
@@ -220,5 +232,31 @@ export function publicApiRoute<N extends RouteName>(name: N, handler: (req: Publ
   if (route.scope !== null) throw new Error(`${name} needs the ${route.scope} scope: wrap it with apiRoute`);
   return handleRequest(name, route, options, async () => null, (req) =>
     handler({ ...(req as unknown as PublicApiRequest<N>), clientAddress: clientAddress(req.request) }),
+  );
+}
+
+/** The signed-in person acting on their own account (their sessions, their password): no tenant, never an API key. */
+export interface AccountPrincipal {
+  actor: { type: "user"; id: string };
+  email: string;
+  /** The session making the request (the Account page marks it; a password change keeps it). */
+  sessionId: string;
+}
+
+export type AccountApiRequest<N extends RouteName> = Omit<ApiRequest<N>, "principal"> & { principal: AccountPrincipal };
+
+/** An account operation (scope `account`): the person's own console session only, writes from the console's origin. */
+export function accountApiRoute<N extends RouteName>(name: N, handler: (req: AccountApiRequest<N>) => Promise<ApiResponse>, options: ApiRouteOptions = {}) {
+  const route = routes[name] as Route<N> & AnyRoute;
+  if (route.scope !== "account") throw new Error(`${name} is not an account route`);
+  return handleRequest(
+    name,
+    route,
+    options,
+    async (request): Promise<AccountPrincipal> => {
+      const user = await sessionOnlyUser(request, "Account operations take your console session, not an API key.", "Sign in to the console.");
+      return { actor: { type: "user", id: user.id }, email: user.email, sessionId: user.sessionId };
+    },
+    handler as (req: unknown) => Promise<ApiResponse>,
   );
 }

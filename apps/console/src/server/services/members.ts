@@ -6,6 +6,7 @@ import { hashPassword, prismaTransaction, sql, verifyPassword, type PrismaClient
 import { auditActor, requireRole, type ApiPrincipal } from "../api/authenticate";
 import type { AuthLimits } from "../api/auth-limits";
 import { writeAudit } from "./audit";
+import { enforcePasswordPolicy } from "./password-policy";
 import type { SignUpMode } from "./accounts";
 
 /** Sends an invitation link by email (SMTP_URL set), or null when there is no mail server. */
@@ -212,6 +213,8 @@ export async function acceptInvitation(deps: MemberDeps, input: z.output<typeof 
   } else if (deps.signUpMode === "closed") {
     throw new AppError("signup_closed", "New accounts cannot be created on this deployment.");
   }
+  // A new account's password follows the policy; an existing account only proves the password it has.
+  if (!existing) enforcePasswordPolicy(input.password, [row.email, row.email.split("@")[0]!, row.tenant.name, row.tenant.slug]);
   const passwordHash = existing ? null : await hashPassword(input.password);
   return prismaTransaction(deps.prisma, async (tx) => {
     const claimed = await tx.invitation.updateMany({

@@ -2,8 +2,9 @@ import type { Metadata } from "next";
 import { OpenApiReference } from "@/components/openapi-reference";
 import { openApiDocument } from "@/server/openapi";
 
-// The document is built from the zod contract at import time: render it once, at build time. Public: no session.
-export const dynamic = "force-static";
+// The document is built from the zod contract at import time; the page still renders per request, as
+// every console page does, so Next's scripts carry the request's CSP nonce (src/proxy.ts). Public: no session.
+export const dynamic = "force-dynamic";
 
 export const metadata: Metadata = {
   title: "API reference · Tick",

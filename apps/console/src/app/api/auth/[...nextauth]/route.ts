@@ -15,19 +15,24 @@ type AuthRouteHandler = (req: Request, ctx: RouteContext) => Promise<Response>;
 // Built per request: options read config lazily, which `next build` must not need.
 const nextAuth = (req: Request, ctx: RouteContext) => (NextAuth(authOptions()) as AuthRouteHandler)(req, ctx);
 
+/** next-auth's session cookie (any prefix, any chunk) set to a value, not cleared. */
+const setsSessionCookie = (res: Response) => res.headers.getSetCookie().some((c) => /^[^=;]*session-token(\.\d+)?=[^;]/.test(c));
+
 /**
- * A password sign-in (POST /api/auth/callback/credentials) passes the sign-in limits first (issue #19):
- * every attempt counts against the client address, and a failed one against the email, so guessing gets
- * 429 for the rest of the window while the real user's successful sign-in never fills the email's count.
- * The 429 is problem+json with a `url` naming the error too, which next-auth's client reads.
+ * A password sign-in (POST /api/auth/callback/credentials) passes the sign-in limits first
+ * (auth-limits.ts): every attempt counts against the client address; a failed one against the email and
+ * the (email, address) pair; a successful one makes the pair known, so the owner, signing in from an
+ * address they used before, is held to that pair's failures and not to what strangers elsewhere did to
+ * the email. The 429 is problem+json with a `url` naming the error too, which next-auth's client reads.
  */
 async function signInWithLimits(req: Request, ctx: RouteContext): Promise<Response> {
   const form = new URLSearchParams(await req.clone().text());
   const email = (form.get("email") ?? "").trim().toLowerCase();
+  const address = clientAddress(req);
   const limits = getAuthLimits();
   try {
-    await limits.hitAddress("signin", clientAddress(req));
-    if (email) await limits.checkEmail("signin", email);
+    if (email) await limits.admitSignIn(email, address);
+    else await limits.hitAddress("signin", address);
   } catch (err) {
     if (!(err instanceof AppError)) throw err;
     const problem = problemResponse(err, new URL(req.url).pathname);
@@ -35,8 +40,11 @@ async function signInWithLimits(req: Request, ctx: RouteContext): Promise<Respon
     return Response.json(body, { status: problem.status, headers: problem.headers });
   }
   const res = await nextAuth(req, ctx);
-  const failed = res.status === 401 || /[?&]error=/.test(((await res.clone().json().catch(() => ({}))) as { url?: string }).url ?? res.headers.get("location") ?? "");
-  if (failed && email) await limits.hitEmail("signin", email);
+  if (!email) return res;
+  const url = ((await res.clone().json().catch(() => ({}))) as { url?: string }).url ?? res.headers.get("location") ?? "";
+  if (res.status === 401 || /[?&]error=/.test(url)) await limits.signInFailed(email, address);
+  // Only a session cookie proves the password: a refused CSRF token, say, redirects without an error.
+  else if (setsSessionCookie(res)) await limits.signInSucceeded(email, address);
   return res;
 }
 

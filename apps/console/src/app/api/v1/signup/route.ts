@@ -5,6 +5,6 @@ import { signUp } from "@/server/services/accounts";
 export const dynamic = "force-dynamic";
 
 export const POST = publicApiRoute("signUp", async ({ body, clientAddress }) => ({
-  status: 201,
+  status: 202,
   body: await signUp(getAccountDeps(), body, clientAddress),
 }));
