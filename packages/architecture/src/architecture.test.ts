@@ -30,6 +30,7 @@ describe("architecture", () => {
     ["sql-outside-db", "SQL runs only in packages/db"],
     ["duplicated-constants", "queue names and other shared constants are defined once, job states only in core"],
     ["api-routes", "every contract route has its handler, every handler its route"],
+    ["console-data-path", "the console's pages, actions and route handlers reach the database only through its services"],
     ["job-status-writes", "every status write in SQL is a declared transition the state machine allows"],
   ])("%s: %s", (check) => {
     const violations = open.filter((f) => f.check === check).map(formatFinding);

@@ -1,3 +1,4 @@
+import { findConsoleDataPathViolations } from "./find-console-data-path.js";
 import { findDuplicatedConstants, type JobStateDefinition } from "./find-duplicated-constants.js";
 import { findEnvReads } from "./find-env-reads.js";
 import {
@@ -26,6 +27,7 @@ export function checkArchitecture(files: readonly SourceFile[], facts: Architect
     ...findSqlOutsideDb(files),
     ...findDuplicatedConstants(files, facts.jobStates),
     ...findRouteMismatches(files),
+    ...findConsoleDataPathViolations(files),
     ...(registryFile
       ? checkStatusWriteRegistry(facts.registry, facts.machine, registryFile)
       : [{ check: JOB_STATUS_WRITES_CHECK, file: REGISTRY_FILE, line: 1, message: "the registry of status writes is missing" }]),

@@ -5,6 +5,7 @@ import { INITIAL_JOB_STATE, JOB_STATES, TERMINAL_STATES, TRANSITIONS } from "../
 import { JOB_STATUS_WRITES } from "../../db/src/sql/job-status-writes.js";
 import { applyAllowlist, matchesGlob } from "./allowlist.js";
 import { findDuplicatedConstants } from "./find-duplicated-constants.js";
+import { findConsoleDataPathViolations } from "./find-console-data-path.js";
 import { findEnvReads } from "./find-env-reads.js";
 import { checkStatusWriteRegistry, findUndeclaredStatusWrites, REGISTRY_FILE, type StatusWriteRegistry } from "./find-job-status-writes.js";
 import { CONTRACT_ROUTES, findRouteMismatches } from "./find-route-mismatches.js";
@@ -35,6 +36,29 @@ describe("env-reads", () => {
       file("packages/runtime/src/run-service.ts", "/** passed by the composition root (the only reader of process.env) */", 'const doc = "process.env";'),
     ];
     expect(findEnvReads(files)).toEqual([]);
+  });
+});
+
+describe("console-data-path", () => {
+  it.each([
+    ["a page importing @tick/db", "apps/console/src/app/settings/page.tsx", 'import { sql } from "@tick/db"; // violation'],
+    ["a route handler importing the context", "apps/console/src/app/api/v1/jobs/route.ts", 'import { getContext } from "@/server/context"; // violation'],
+    ["an action importing the context relatively", "apps/console/src/app/actions.ts", 'import { getContext } from "../server/context"; // violation'],
+    ["a page importing pg", "apps/console/src/app/jobs/page.tsx", 'import pg from "pg"; // violation'],
+    ["a re-export of the Prisma client", "apps/console/src/app/lib.ts", 'export { createPrismaClient } from "@tick/db/testing"; // violation'],
+  ])("reports %s", (_, path, line) => {
+    const planted = file(path, "// a console file", line, "export {};");
+    expect(places(findConsoleDataPathViolations([planted]))).toEqual([marked(planted)]);
+  });
+
+  it("allows services, type-only imports, and the deps and services from the app directory", () => {
+    const files = [
+      file("apps/console/src/server/services/jobs.ts", 'import { sql } from "@tick/db";'),
+      file("apps/console/src/server/api/deps.ts", 'import { getContext } from "../context";'),
+      file("apps/console/src/app/jobs/row.tsx", 'import type { sql } from "@tick/db";'),
+      file("apps/console/src/app/page.tsx", 'import { getServiceDeps } from "@/server/api/deps";', 'import { getTenantOverview } from "@/server/services/overview";'),
+    ];
+    expect(findConsoleDataPathViolations(files)).toEqual([]);
   });
 });
 
@@ -85,7 +109,7 @@ describe("duplicated-constants", () => {
     ["a union type of every state", 'type Status = "expired" | "scheduled" | "dispatched" | "running" | "succeeded" | "dead" | "cancelled"; // violation'],
     ["the terminal states", 'const DONE = ["succeeded", "dead", "cancelled", "expired"]; // violation'],
   ])("reports a copy of the job states: %s", (_, line) => {
-    const planted = file("apps/console/src/server/overview.ts", 'import { sql } from "@tick/db";', line);
+    const planted = file("apps/console/src/server/services/overview.ts", 'import { sql } from "@tick/db";', line);
     expect(places(findDuplicatedConstants([planted], jobStates))).toEqual([marked(planted)]);
   });
 

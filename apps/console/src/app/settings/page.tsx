@@ -1,6 +1,7 @@
 import { hasScope, ROLE_SCOPES } from "@tick/contract";
 import { requireConsoleUser, TenantPage } from "@/components/console-page";
-import { getContext } from "@/server/context";
+import { getServiceDeps } from "@/server/api/deps";
+import { getTenantLimits } from "@/server/services/overview";
 import { SettingsConsole } from "./settings-console";
 
 export const dynamic = "force-dynamic";
@@ -20,7 +21,7 @@ export default async function SettingsPage() {
 }
 
 async function TenantLimits({ tenantId }: { tenantId: string }) {
-  const t = await getContext().prisma.tenant.findUniqueOrThrow({ where: { id: tenantId } });
+  const t = await getTenantLimits(getServiceDeps(), tenantId);
   const limits = [
     { label: "Weight (share of dispatch capacity)", value: String(t.weight) },
     { label: "Admission rate", value: `${t.admissionRate} jobs/s, bursts of ${t.admissionBurst.toLocaleString("en")}` },

@@ -8,6 +8,7 @@ import { createAuthLimits, type AuthLimits } from "./auth-limits";
 import type { AccountDeps } from "../services/accounts";
 import type { InvitationMailer, MemberDeps } from "../services/members";
 import type { WebhookDeps } from "../services/webhooks";
+import type { OperatorDeps } from "../services/operators";
 import type { ServiceDeps } from "../services/service-deps";
 import type { PlatformStatusDeps } from "../services/platform-status";
 import type { SessionDeps } from "../services/sessions";
@@ -101,6 +102,11 @@ export function getMemberDeps(): MemberDeps {
     mailer,
     logger,
   };
+}
+
+/** What the platform operator services need. */
+export function getOperatorDeps(): OperatorDeps {
+  return { prisma: getContext().prisma };
 }
 
 /** What the webhook services need. */

@@ -179,3 +179,14 @@ export async function verifySignup(deps: AccountDeps, token: string, clientAddre
     };
   });
 }
+
+/**
+ * The tenant switcher: remembers, on the person's row, which of their tenants the console shows, so it follows
+ * them to another browser. Only a tenant they are a member of (false otherwise); the API re-checks the
+ * membership on every request anyway.
+ */
+export async function rememberCurrentTenant({ prisma }: Pick<AccountDeps, "prisma">, user: { id: string; memberships: { tenantId: string }[] }, tenantId: string): Promise<boolean> {
+  if (!user.memberships.some((m) => m.tenantId === tenantId)) return false;
+  await prisma.user.update({ where: { id: user.id }, data: { currentTenantId: tenantId } });
+  return true;
+}

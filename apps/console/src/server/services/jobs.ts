@@ -1,12 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { AppError, childTraceContext, decideIdempotency, dependencyOf, formatTraceparent, isTerminal, toProblem, type Cidr, type Problem, type TraceContext } from "@tick/core";
 import { requestHash } from "@tick/core/node";
-import { createJobSchema, type CancelOutcome, type CreateJob, type Job } from "@tick/contract";
+import { createJobSchema, type CancelOutcome, type CreateJob, type Job, type listJobsQuerySchema } from "@tick/contract";
 import { inTransaction, isCommitOutcomeUnknown, isDatabaseUnavailable, sql } from "@tick/db";
 import type pg from "pg";
+import type { z } from "zod";
 import type { Admit, AdmissionResult } from "../api/admission";
 import { auditActor, type ApiPrincipal } from "../api/authenticate";
 import { assertTargetAllowed } from "../api/target-guard";
+import { fetchKeysetPage } from "../api/keyset-cursor";
 import { jobView } from "./views";
 import type { ServiceDeps } from "./service-deps";
 
@@ -232,6 +234,26 @@ async function resolveInTransaction(
       }
     }
   }
+}
+
+/** A page of the tenant's jobs, newest first, with the listing's filters (GET /jobs). */
+export async function listJobs({ pool }: Pick<ServiceDeps, "pool">, tenantId: string, query: z.output<typeof listJobsQuerySchema>) {
+  const { page, nextCursor } = await fetchKeysetPage(
+    query,
+    (window) =>
+      sql.listJobs(pool, tenantId, {
+        statuses: query.status,
+        queue: query.queue,
+        scheduleId: query.scheduleId,
+        idempotencyKey: query.idempotencyKey,
+        dependency: query.dependency,
+        createdAfter: query.createdAfter,
+        createdBefore: query.createdBefore,
+        ...window,
+      }),
+    (r) => r.created_at,
+  );
+  return { data: page.map((r) => jobView(r)), nextCursor };
 }
 
 export async function getJobWithAttempts({ pool }: Pick<ServiceDeps, "pool">, tenantId: string, jobId: string) {

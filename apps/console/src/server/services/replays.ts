@@ -1,12 +1,12 @@
 import type { z } from "zod";
 import { AppError, REPLAY_DEFAULTS, isReplayActionRepeat, replayTransition } from "@tick/core";
-import type { createReplaySchema } from "@tick/contract";
+import type { createReplaySchema, dlqQuerySchema } from "@tick/contract";
 import { inTransaction, sql } from "@tick/db";
 import type pg from "pg";
 import { auditActor, type ApiPrincipal } from "../api/authenticate";
 import { fetchKeysetPage } from "../api/keyset-cursor";
 import { writeAudit } from "./audit";
-import { jobView, replayView } from "./views";
+import { attemptView, jobView, replayView } from "./views";
 import { actorNames, parseActor } from "./actor-names";
 import type { ServiceDeps } from "./service-deps";
 
@@ -26,6 +26,26 @@ const recordedFilter = (input: CreateReplay) => ({ ...(input.filter ? { filter: 
  * items, the creation audited in the same transaction. The scheduler holding the tenant's shard takes
  * it from there.
  */
+/** A page of the tenant's dead jobs (the DLQ), newest death first, each with its attempts (GET /dlq). */
+export async function listDeadJobs({ pool }: Pick<ServiceDeps, "pool">, tenantId: string, query: z.output<typeof dlqQuerySchema>) {
+  const { page, nextCursor } = await fetchKeysetPage(
+    query,
+    (window) =>
+      sql.listDeadJobs(pool, tenantId, {
+        queue: query.queue,
+        errorKind: query.errorKind,
+        dependency: query.dependency,
+        httpStatus: query.httpStatus,
+        since: query.since,
+        until: query.until,
+        ...window,
+      }),
+    (r) => r.finished_at!, // dead jobs are ordered by when they died
+  );
+  const attempts = await sql.listAttemptsOfJobs(pool, tenantId, page.map((r) => r.id));
+  return { data: page.map((r) => ({ ...jobView(r), attempts: attempts.filter((a) => a.job_id === r.id).map(attemptView) })), nextCursor };
+}
+
 export async function createReplay({ pool, prisma }: ServiceDeps, principal: ApiPrincipal, input: CreateReplay) {
   const tenantId = principal.tenant.id;
   const selection = selectionOf(input);

@@ -1,12 +1,8 @@
-import { getJobDeps } from "@/server/api/deps";
+import { getJobDeps, getServiceDeps } from "@/server/api/deps";
 import { rateLimitHeaders } from "@/server/api/admission";
 import { apiRoute } from "@/server/api/route";
-import { fetchKeysetPage } from "@/server/api/keyset-cursor";
-import { createJobs } from "@/server/services/jobs";
-import { jobView } from "@/server/services/views";
-import { getContext } from "@/server/context";
+import { createJobs, listJobs } from "@/server/services/jobs";
 import { endCreateSpan, traceCreate } from "@/server/tracing";
-import { sql } from "@tick/db";
 
 export const dynamic = "force-dynamic";
 
@@ -36,21 +32,7 @@ export const POST = apiRoute(
   { rawBody: true },
 );
 
-export const GET = apiRoute("listJobs", async ({ principal, query }) => {
-  const { page, nextCursor } = await fetchKeysetPage(
-    query,
-    (window) =>
-      sql.listJobs(getContext().pool, principal.tenant.id, {
-        statuses: query.status,
-        queue: query.queue,
-        scheduleId: query.scheduleId,
-        idempotencyKey: query.idempotencyKey,
-        dependency: query.dependency,
-        createdAfter: query.createdAfter,
-        createdBefore: query.createdBefore,
-        ...window,
-      }),
-    (r) => r.created_at,
-  );
-  return { status: 200, body: { data: page.map((r) => jobView(r)), nextCursor } };
-});
+export const GET = apiRoute("listJobs", async ({ principal, query }) => ({
+  status: 200,
+  body: await listJobs(getServiceDeps(), principal.tenant.id, query),
+}));

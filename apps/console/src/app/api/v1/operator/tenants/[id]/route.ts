@@ -1,4 +1,4 @@
-import { getContext } from "@/server/context";
+import { getOperatorDeps } from "@/server/api/deps";
 import { operatorApiRoute } from "@/server/api/route";
 import { updateTenantLimits } from "@/server/services/operators";
 
@@ -6,5 +6,5 @@ export const dynamic = "force-dynamic";
 
 export const PATCH = operatorApiRoute("operatorUpdateTenant", async ({ principal, params, body }) => ({
   status: 200,
-  body: await updateTenantLimits({ prisma: getContext().prisma }, principal, params.id, body),
+  body: await updateTenantLimits(getOperatorDeps(), principal, params.id, body),
 }));

@@ -1,4 +1,4 @@
-import { getContext } from "@/server/context";
+import { getOperatorDeps } from "@/server/api/deps";
 import { operatorApiRoute } from "@/server/api/route";
 import { setTenantSuspended } from "@/server/services/operators";
 
@@ -6,5 +6,5 @@ export const dynamic = "force-dynamic";
 
 export const POST = operatorApiRoute("operatorResumeTenant", async ({ principal, params }) => ({
   status: 200,
-  body: await setTenantSuspended({ prisma: getContext().prisma }, principal, params.id, null),
+  body: await setTenantSuspended(getOperatorDeps(), principal, params.id, null),
 }));

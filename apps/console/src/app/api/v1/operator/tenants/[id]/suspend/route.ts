@@ -1,4 +1,4 @@
-import { getContext } from "@/server/context";
+import { getOperatorDeps } from "@/server/api/deps";
 import { operatorApiRoute } from "@/server/api/route";
 import { setTenantSuspended } from "@/server/services/operators";
 
@@ -6,5 +6,5 @@ export const dynamic = "force-dynamic";
 
 export const POST = operatorApiRoute("operatorSuspendTenant", async ({ principal, params, body }) => ({
   status: 200,
-  body: await setTenantSuspended({ prisma: getContext().prisma }, principal, params.id, { reason: body.reason }),
+  body: await setTenantSuspended(getOperatorDeps(), principal, params.id, { reason: body.reason }),
 }));

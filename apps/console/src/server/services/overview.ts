@@ -1,19 +1,18 @@
 import { JOB_STATES, type JobState } from "@tick/core";
 import { sql } from "@tick/db";
-import { getContext } from "./context";
+import type { ServiceDeps } from "./service-deps";
 
 export interface TenantOverview {
   jobsByStatus: Record<JobState, number>;
   queues: { name: string; paused: boolean }[];
   schedules: number;
   apiKeys: number;
-  /** Retention and export (issue #10); null only if the tenant vanished meanwhile. */
+  /** Retention and export; null only if the tenant vanished meanwhile. */
   lifecycle: sql.TenantSettingsRow | null;
 }
 
 /** Counts for one tenant's dashboard; every query is scoped by tenant id. */
-export async function getTenantOverview(tenantId: string): Promise<TenantOverview> {
-  const { prisma, pool } = getContext();
+export async function getTenantOverview({ prisma, pool }: Pick<ServiceDeps, "prisma" | "pool">, tenantId: string): Promise<TenantOverview> {
   const [groups, queues, schedules, apiKeys, lifecycle] = await Promise.all([
     sql.countJobsByStatus(pool, tenantId, 24),
     prisma.queue.findMany({ where: { tenantId }, select: { name: true, paused: true }, orderBy: { name: "asc" } }),
@@ -24,4 +23,12 @@ export async function getTenantOverview(tenantId: string): Promise<TenantOvervie
   const jobsByStatus = Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as TenantOverview["jobsByStatus"];
   for (const g of groups) jobsByStatus[g.status] = g.n;
   return { jobsByStatus, queues, schedules, apiKeys, lifecycle };
+}
+
+/** The limits a platform operator set on the tenant, as its Settings page shows them (read only there). */
+export async function getTenantLimits({ prisma }: Pick<ServiceDeps, "prisma">, tenantId: string) {
+  return prisma.tenant.findUniqueOrThrow({
+    where: { id: tenantId },
+    select: { weight: true, admissionRate: true, admissionBurst: true, maxPendingJobs: true, maxInFlight: true },
+  });
 }
