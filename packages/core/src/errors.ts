@@ -3,7 +3,8 @@ import { z } from "zod";
 /**
  * The one API error model: a closed set of codes, each mapped to exactly one HTTP status here, rendered as
  * RFC 9457 `application/problem+json`. Services throw AppError; the route wrapper calls toProblem().
- * Database driver errors are mapped to AppError (e.g. database_unavailable) by the db package, not here.
+ * A lost database connection is mapped to AppError (database_unavailable, outcome_unknown) by the console (its
+ * server/problem.ts: mapDatabaseLoss, with the db package telling the two apart), not here.
  */
 export const ERROR_CODES = {
   bad_request: { status: 400, title: "Bad request" },

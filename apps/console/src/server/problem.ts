@@ -4,16 +4,17 @@ import { isCommitOutcomeUnknown, isDatabaseUnavailable } from "@tick/db";
 /**
  * A lost database connection, told truthfully: during COMMIT the write may have happened (outcome_unknown);
  * at any earlier point the transaction was rolled back and nothing was changed (database_unavailable).
- * Every API write runs in inTransaction or prismaTransaction, which tell the two apart.
+ * Every API write runs in inTransaction or prismaTransaction, which tell the two apart. `retry` is what the
+ * caller should do about it (a create: repeat with the same Idempotency-Key); anything else passes through.
+ * The one mapping: the route wrapper applies it to every error, job creation with its own advice.
  */
-function mapDatabaseLoss(err: unknown): unknown {
+export function mapDatabaseLoss(err: unknown, retry = "Read the resource to find out, or repeat the request (a repeat is answered as one)."): unknown {
   if (err instanceof AppError) return err;
   if (isCommitOutcomeUnknown(err)) {
-    return new AppError(
-      "outcome_unknown",
-      "The database connection was lost while the change was committing: it may or may not have been made. Read the resource to find out, or repeat the request (a repeat is answered as one).",
-      { retryAfterSeconds: 5, cause: err },
-    );
+    return new AppError("outcome_unknown", `The database connection was lost while the change was committing: it may or may not have been made. ${retry}`, {
+      retryAfterSeconds: 5,
+      cause: err,
+    });
   }
   if (isDatabaseUnavailable(err)) {
     return new AppError("database_unavailable", "The database is unreachable; nothing was changed. Retry later.", { retryAfterSeconds: 5, cause: err });

@@ -2,13 +2,14 @@ import { randomUUID } from "node:crypto";
 import { AppError, childTraceContext, decideIdempotency, dependencyOf, formatTraceparent, isTerminal, toProblem, type Cidr, type Problem, type TraceContext } from "@tick/core";
 import { requestHash } from "@tick/core/node";
 import { createJobSchema, type CancelOutcome, type CreateJob, type Job, type listJobsQuerySchema } from "@tick/contract";
-import { inTransaction, isCommitOutcomeUnknown, isDatabaseUnavailable, sql } from "@tick/db";
+import { inTransaction, sql } from "@tick/db";
 import type pg from "pg";
 import type { z } from "zod";
 import type { Admit, AdmissionResult } from "../api/admission";
 import { auditActor, type ApiPrincipal } from "../api/authenticate";
 import { assertTargetAllowed } from "../api/target-guard";
 import { fetchKeysetPage } from "../api/keyset-cursor";
+import { mapDatabaseLoss } from "../problem";
 import { jobView } from "./views";
 import type { ServiceDeps } from "./service-deps";
 
@@ -109,18 +110,7 @@ export async function createJobs(
       await inTransaction(deps.pool, (client) => resolveInTransaction(client, deps, principal, admitted, outcomes, trace));
     } catch (err) {
       // Before COMMIT was sent nothing exists; if the connection broke during COMMIT we cannot know.
-      if (isCommitOutcomeUnknown(err)) {
-        throw new AppError(
-          "outcome_unknown",
-          "The database connection was lost while committing: the job may or may not exist. Retry with the same Idempotency-Key to find out.",
-          { retryAfterSeconds: 5, cause: err },
-        );
-      }
-      if (!isDatabaseUnavailable(err)) throw err;
-      throw new AppError("database_unavailable", "The database is unreachable; nothing was created. Retry later (with the same Idempotency-Key).", {
-        retryAfterSeconds: 5,
-        cause: err,
-      });
+      throw mapDatabaseLoss(err, "Retry with the same Idempotency-Key to find out: a job that exists is answered as a replay.");
     }
   }
   const created = outcomes.flatMap((o) => (o && "job" in o && o.status === 201 ? [Date.parse(o.job.dueAt)] : []));
