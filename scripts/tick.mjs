@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm run tick -- <command>`: administration of a Tick deployment from the repository (issue #19).
+// `npm run tick -- <command>`: administration of a Tick deployment from the repository.
 //
 //   npm run tick -- operator add <email>      make an existing account a platform operator
 //   npm run tick -- operator remove <email>   take the role away

@@ -26,7 +26,7 @@ describe("per-tenant admission rate (token bucket in Redis)", () => {
     const quietRes = await suite.h.client(quiet.apiKey).call("createJob", { body: jobBody() });
     expect(quietRes.status).toBe(201);
     expect(quietRes.headers.get("ratelimit-remaining")).toBe("4");
-    // One token taken at 1 token/s: the bucket is full again in about a second (#20: Reset was always 0).
+    // One token taken at 1 token/s: the bucket is full again in about a second, and RateLimit-Reset says so.
     expect(Number(quietRes.headers.get("ratelimit-reset"))).toBe(1);
     // The empty bucket of the noisy tenant needs about five seconds to fill.
     expect(Number(refused.headers.get("ratelimit-reset"))).toBeGreaterThanOrEqual(4);

@@ -42,7 +42,7 @@ async function withAuditFailing<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-describe("a change and its audit row commit together (#19)", () => {
+describe("a change and its audit row commit together", () => {
   it("when the audit row cannot be written, every audited change answers 500 and changes nothing; once it can, each change and its row land together", async () => {
     const { prisma } = suite.h;
     const tenantId = suite.a.id;

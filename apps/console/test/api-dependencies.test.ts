@@ -21,7 +21,7 @@ const insertJobs = (tenantId: string, dependencyKey: string | null, status: stri
     dueInS,
   );
 
-describe("dependencies (#20, S11)", () => {
+describe("dependencies (S11)", () => {
   it("lists the dependencies of the tenant's live jobs with their breaker state and counts, and its paused ones", async () => {
     const a = await suite.h.createTenant();
     const b = await suite.h.createTenant();

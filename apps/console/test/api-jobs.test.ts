@@ -121,7 +121,7 @@ describe("POST /api/v1/jobs", () => {
     expect(await suite.h.prisma.job.count({ where: { tenantId: suite.a.id } })).toBe(before);
   });
 
-  it("says plainly why a target is refused: of the address itself, or of what the name resolved to (#20)", async () => {
+  it("says plainly why a target is refused: of the address itself, or of what the name resolved to", async () => {
     const refusal = async (url: string) => {
       const res = await suite.h.client(suite.a.apiKey).call("createJob", { body: jobBody({ target: { url } }) });
       if (res.ok) throw new Error("expected a problem");
@@ -235,7 +235,7 @@ describe("reading jobs", () => {
     expect((await client.call("listJobs", { query: { cursor: "garbage" } })).status).toBe(422);
   });
 
-  it("finds a job by its idempotency key and lists the jobs of one dependency (#20)", async () => {
+  it("finds a job by its idempotency key and lists the jobs of one dependency", async () => {
     const tenant = await suite.h.createTenant();
     const client = suite.h.client(tenant.apiKey);
     const keyed = await client.call("createJob", { body: jobBody(), idempotencyKey: "order-42" });
@@ -284,7 +284,7 @@ describe("POST /api/v1/jobs/{id}/cancel", () => {
     expect(res.status).toBe(200);
     if (!res.ok) throw new Error("expected success");
     expect(res.body).toMatchObject({ outcome: "cancelled", attemptsStarted: 0, repeated: false });
-    // The job as GET shows it, its queue named (it was "" before #20's fix).
+    // The job as GET shows it, its queue named (not an empty string).
     expect(res.body.job).toMatchObject({ status: "cancelled", version: 2, queue: "default" });
     // A repeat (a client that lost the first answer) is answered as one, changing nothing.
     const again = await client.call("cancelJob", { params: { id: created.body.id } });
@@ -325,7 +325,7 @@ describe("POST /api/v1/jobs/{id}/cancel", () => {
     const created = await client.call("createJob", { body: jobBody() });
     if (!created.ok) throw new Error("create failed");
     const attemptId = crypto.randomUUID();
-    // What the dispatcher does (issue #4): dispatched + a pending attempt, version bumped.
+    // What the dispatcher does: dispatched + a pending attempt, version bumped.
     await suite.h.prisma.$executeRaw`UPDATE jobs SET status = 'dispatched', version = 2, fencing_token = 1, current_attempt_id = ${attemptId}::uuid WHERE id = ${created.body.id}::uuid`;
     await suite.h.prisma.$executeRaw`INSERT INTO attempts (id, job_id, tenant_id, number, fencing_token, job_version, shard_epoch) VALUES (${attemptId}::uuid, ${created.body.id}::uuid, ${suite.a.id}::uuid, 1, 1, 2, 1)`;
     const res = await client.call("cancelJob", { params: { id: created.body.id } });

@@ -50,7 +50,7 @@ describe("queues", () => {
   });
 });
 
-describe("queue figures in the list (#20)", () => {
+describe("queue figures in the list", () => {
   /** Inserts jobs of a tenant's queue straight into the table: `dueInS` from the database's now, in a given status. */
   const insertJobs = (tenantId: string, queue: string, status: string, count: number, dueInS: number, dependencyKey: string | null = null) =>
     suite.h.prisma.$executeRawUnsafe(

@@ -84,7 +84,7 @@ describe("DLQ replay API", () => {
     // The cancelled replay's jobs are dead again and free: another replay takes them.
     const next = await client.call("createDlqReplay", { body: { filter: { queue: "default" } } });
     expect(next.ok && (next.body as { progress: { total: number } }).progress.total).toBe(4);
-    // The filter as it was asked for, not nested in another "filter" (#20).
+    // The filter as it was asked for, not nested in another "filter".
     expect(next.ok && (next.body as { filter: unknown }).filter).toEqual({ queue: "default" });
   });
 

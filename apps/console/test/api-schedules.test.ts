@@ -12,7 +12,7 @@ describe("schedules API", () => {
     if (!created.ok) throw new Error(JSON.stringify(created.problem));
     expect(created.body).toMatchObject({ name: "nightly", queue: "default", dstGapPolicy: "shift_forward", dstOverlapPolicy: "first", misfirePolicy: "run_latest", paused: false, version: 1 });
     expect(Date.parse(created.body.nextFireAt!)).toBeGreaterThan(Date.now());
-    expect(created.body.lastFireAt).toBeNull(); // it has never fired (#20)
+    expect(created.body.lastFireAt).toBeNull(); // it has never fired
     expect(created.headers.get("location")).toBe(`/api/v1/schedules/${created.body.id}`);
     expect((await client.call("createSchedule", { body: { name: "nightly", cron: "0 3 * * *", timezone: "UTC", job } })).status).toBe(409);
 

@@ -54,7 +54,7 @@ async function gauge(tenantId: string, queue: string, minute: number, g: { shard
 
 const MIN = 60_000;
 
-describe("GET /stats (#20): the overview's time series from the per-minute rollups", () => {
+describe("GET /stats: the overview's time series from the per-minute rollups", () => {
   it("1h: 60 one-minute bins ending with the one holding now, counts summed over queues and shards, lag percentiles from the merged histogram", async () => {
     const a = await suite.h.createTenant();
     const b = await suite.h.createTenant();

@@ -1,4 +1,4 @@
-// The console's per-tenant admission metrics go through runtime's bounded labels (#21): 10,000 tenants do
+// The console's per-tenant admission metrics go through runtime's bounded labels: 10,000 tenants do
 // not make 10,000 series. The metrics module is used directly (no server needed); the bounding itself is
 // tested in packages/runtime/src/bounded-labels.test.ts.
 import { Registry } from "prom-client";

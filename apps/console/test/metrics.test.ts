@@ -1,4 +1,4 @@
-// The console's metrics (#21, docs/observability.md) as the built console exports them on its side port
+// The console's metrics (docs/observability.md) as the built console exports them on its side port
 // (CONSOLE_METRICS_PORT): API requests by route and status, admission per tenant, the store probe, and
 // the doc's table checked against this scrape both ways (as apps/worker/test/metrics-doc.test.ts does
 // for the scheduler and worker).

@@ -38,9 +38,9 @@ export const schedulerEnvSchema = z
      */
     SCHEDULER_DISPATCH_BUSY_INTERVAL: durationSchema.default(5),
     /**
-     * Most attempts one broker message carries (a round's claims go out a message per chunk). 100, not 20, since
-     * the twelfth session (#18): interleaved burn-downs, machine CPU per job 0.468 (20) / 0.44 (50) / 0.40 (100),
-     * 200 no better; the fairness scenario unchanged (docs/benchmarks.md).
+     * Most attempts one broker message carries (a round's claims go out a message per chunk). 100: in
+     * interleaved burn-downs, machine CPU per job is 0.468 at 20, 0.44 at 50 and 0.40 at 100, with 200 no
+     * better, and the fairness scenario is the same at each (docs/benchmarks.md).
      */
     SCHEDULER_DISPATCH_CHUNK: positiveInt.max(1_000).default(100),
     /** Most jobs claimed per shard per round. */

@@ -52,7 +52,7 @@ export interface SchedulerConfig {
   idempotencyTtlMs: number;
   /** How often each held shard's DLQ replays are tallied and released. */
   replayIntervalMs: number;
-  /** Data lifecycle (issue #10); defaults in MAINTENANCE_DEFAULTS. */
+  /** Data lifecycle; defaults in MAINTENANCE_DEFAULTS. */
   maintenance?: Partial<typeof MAINTENANCE_DEFAULTS>;
 }
 
@@ -85,7 +85,7 @@ const RECENTLY_DUE_MS = 50;
  * A dispatched attempt not started this long after its publication has its message looked up in the
  * broker (workers start a message within milliseconds unless the queue is backed up, and a backed-up
  * one is still deliverable): long enough not to look up every fresh message, short enough that a
- * message consumed while Postgres was down is re-published within a reaper round of the recovery (#18).
+ * message consumed while Postgres was down is re-published within a reaper round of the recovery.
  */
 const UNSTARTED_CHECK_AFTER_MS = 2_000;
 
@@ -295,7 +295,7 @@ export function createScheduler(deps: SchedulerDeps) {
   };
   const dispatchOnce = async () => (await dispatchRound()).claimed;
   /**
-   * The dispatch loop's step (#18): work left → again after the busy interval; else sleep until the
+   * The dispatch loop's step: work left → again after the busy interval; else sleep until the
    * earliest due time the index lists (the poll interval caps it: jobs the index has not heard of yet).
    */
   const dispatchStep = async () => {
@@ -308,7 +308,7 @@ export function createScheduler(deps: SchedulerDeps) {
   };
   const relayOnce = async () => {
     // The backlog gauge's count first: with nothing unpublished (the common case: dispatches go out
-    // right after their claim, #18) a poll is this one statement, not a transaction of three (idle CPU).
+    // right after their claim) a poll is this one statement, not a transaction of three (idle CPU).
     if ((await relay.refreshBacklogMetrics()).count === 0) return 0;
     let total = 0;
     for (let n = await relay.runOnce(); n > 0; n = await relay.runOnce()) total += n;
@@ -318,8 +318,8 @@ export function createScheduler(deps: SchedulerDeps) {
   const materializeOnce = async () => {
     let created = 0;
     const due = await sql.shardsWithDueSchedules(pool, held.map((l) => l.shard), config.recurrenceLookaheadMs);
-    // Shards in parallel, a few at a time (#18): one shard's transaction is mostly Postgres inserting its
-    // occurrence jobs, so one at a time kept a single backend busy while the other cores idled.
+    // Shards in parallel, a few at a time: one shard's transaction is mostly Postgres inserting its
+    // occurrence jobs, so one at a time would keep a single backend busy while the other cores idle.
     await forEachConcurrently(held.filter((lease) => due.has(lease.shard)), config.recurrenceConcurrency ?? 2, async (lease) => {
       created += (await materializer.runShard(lease)).created;
     });

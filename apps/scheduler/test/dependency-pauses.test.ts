@@ -16,7 +16,7 @@ const byDependency = async (tenantId: string) => {
   return rows;
 };
 
-describe("paused dependencies (#20, S11: pause the affected job class)", () => {
+describe("paused dependencies (S11: pause the affected job class)", () => {
   it("the claim holds a paused dependency's jobs, scheduled and without an attempt, while the rest of the queue runs; resuming releases them", async () => {
     const s = w.startScheduler("s");
     await s.init();

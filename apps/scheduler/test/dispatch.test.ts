@@ -9,7 +9,7 @@ beforeEach(async () => {
 afterEach(async () => w?.close());
 
 describe("dispatch", () => {
-  it("claims due jobs only, into a pending attempt with the next fencing token, and publishes them once the claim commits, in chunks that carry each attempt ID (#18: no outbox row)", async () => {
+  it("claims due jobs only, into a pending attempt with the next fencing token, and publishes them once the claim commits, in chunks that carry each attempt ID (no outbox row)", async () => {
     const s = w.startScheduler("s");
     await s.init();
     await s.leaseTick();
@@ -64,7 +64,7 @@ describe("dispatch", () => {
     expect(paused.rows[0]!.n).toBe(10);
   });
 
-  it("a suspended tenant's due jobs wait, scheduled, while others dispatch; resumed, they go out (#19)", async () => {
+  it("a suspended tenant's due jobs wait, scheduled, while others dispatch; resumed, they go out", async () => {
     const s = w.startScheduler("s");
     await s.init();
     await s.leaseTick();

@@ -48,7 +48,7 @@ describe("data lifecycle: hot tables hold live work, history is pruned in bounde
     await scheduler.init();
     await scheduler.leaseTick();
     expect(scheduler.heldShards()).toHaveLength(SHARDS);
-    // The archiver moves only jobs the per-minute rollup has counted (#20): as if rollups had run up to now.
+    // The archiver moves only jobs the per-minute rollup has counted: as if rollups had run up to now.
     await world.pool.query(`INSERT INTO rollup_watermarks (shard, through) SELECT s, now() FROM generate_series(0, $1 - 1) s`, [SHARDS]);
 
     // One round moves at most batch × maxBatchesPerRound jobs of a shard.

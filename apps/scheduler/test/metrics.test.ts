@@ -1,4 +1,4 @@
-// The scheduler's metrics (#21, docs/observability.md) move when their event happens: rounds driven by
+// The scheduler's metrics (docs/observability.md) move when their event happens: rounds driven by
 // hand against the real Postgres and Redis, values read from the scheduler's registry.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";

@@ -196,7 +196,7 @@ describe("reaper", () => {
     expect(await statusCounts(w.pool)).toEqual({ dispatched: 3 });
   });
 
-  it("a message consumed without a start is re-published at the next reaper round, not after SCHEDULER_STRANDED_AFTER (#18); a waiting one is left alone", async () => {
+  it("a message consumed without a start is re-published at the next reaper round, not after SCHEDULER_STRANDED_AFTER; a waiting one is left alone", async () => {
     const s = w.startScheduler("s"); // strandedAfterMs 60 s: only the broker lookup can be this prompt
     const attemptIds = await publishThree(s);
     const outboxRows = async () => (await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox WHERE kind = 'dispatch'`)).rows[0]!.n;
@@ -232,7 +232,7 @@ describe("reaper", () => {
 
     for (let attempt = 1; attempt <= 2; attempt++) {
       expect(await s.dispatchOnce()).toBe(1);
-      // What a worker does when it starts (issue #5), with a lease that is already over.
+      // What a worker does when it starts, with a lease that is already over.
       await w.pool.query(
         `UPDATE attempts SET status = 'running', started_at = now(), worker_id = 'w', lease_expires_at = now() - interval '1 second' WHERE status = 'pending'`,
       );

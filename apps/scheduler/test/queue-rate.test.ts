@@ -22,7 +22,7 @@ async function perSecond(queueId: string): Promise<{ second: number; n: number }
 const addQueue = async (tenantId: string, name: string, ratePerSecond: number | null) =>
   (await w.pool.query<{ id: string }>(`INSERT INTO queues (id, tenant_id, name, rate_per_second, updated_at) VALUES (gen_random_uuid(), $1, $2, $3, now()) RETURNING id`, [tenantId, name, ratePerSecond])).rows[0]!.id;
 
-describe("a queue's rate_per_second (#20)", () => {
+describe("a queue's rate_per_second", () => {
   it("holds in every one-second window across shards and two schedulers, and every job goes out in the end", async () => {
     const t = await w.createTenant();
     const queueId = await addQueue(t.id, "rated", 5);

@@ -175,7 +175,7 @@ describe("DLQ replay loop", () => {
     expect(done).toMatchObject({ status: "completed", released: 100, succeeded: 100 - released, failed: released });
   });
 
-  it("a replay with nothing left to release or in flight completes, even one that was paused, instead of offering a resume that does nothing (#20)", async () => {
+  it("a replay with nothing left to release or in flight completes, even one that was paused, instead of offering a resume that does nothing", async () => {
     const t = await w.createTenant();
     await insertDeadJobs(t, 10);
     // All ten released at once; every one fails again: the rate would pause it, but nothing is left to protect.
@@ -192,7 +192,7 @@ describe("DLQ replay loop", () => {
     expect((await replayRow(replay.id)).status_reason).toContain("Every job was replayed, but 10 of the last 10 replayed jobs failed again (100%, threshold 50%)");
     expect((await replayRow(replay.id)).finished_at).not.toBeNull();
 
-    // One auto-paused earlier (as a scheduler before this change left it), its work all settled: completed on the next round.
+    // One left auto-paused with its work all settled (the row set so by hand): completed on the next round.
     const three = await insertDeadJobs(t, 3);
     const stuck = await startReplay(t, { rate: 1_000, jobIds: three });
     expect(await s.replayOnce()).toBe(3);

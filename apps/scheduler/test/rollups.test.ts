@@ -103,7 +103,7 @@ async function expectedFromJobs(world: World, since = "now() - interval '1 hour'
 
 const count = async (world: World, query: string, params: unknown[] = []) => Number((await world.pool.query<{ n: string }>(query, params)).rows[0]!.n);
 
-describe("per-minute rollups (#20): every finished job counted once, before it leaves the hot table", () => {
+describe("per-minute rollups: every finished job counted once, before it leaves the hot table", () => {
   let world: World;
   beforeEach(async () => {
     world = await createWorld();

@@ -23,7 +23,7 @@ describe("worker env", () => {
     expect(env.TICK_BIND_HOST).toBe("127.0.0.1"); // health server on loopback unless TICK_BIND_HOST says otherwise
   });
 
-  it("bounds the metric labels: tenant IDs and dependencies always labelled, and how many of the busiest besides (#21)", () => {
+  it("bounds the metric labels: tenant IDs and dependencies always labelled, and how many of the busiest besides", () => {
     const env = loadWorkerEnv({ ...base, TICK_METRICS_TENANTS: "0b5c6f1e-1111-4a4a-8888-000000000001, 0b5c6f1e-2222-4a4a-8888-000000000002", TICK_METRICS_DEPENDENCIES: "api.stripe.com" });
     expect(env.TICK_METRICS_TENANTS).toEqual(["0b5c6f1e-1111-4a4a-8888-000000000001", "0b5c6f1e-2222-4a4a-8888-000000000002"]);
     expect(env.TICK_METRICS_DEPENDENCIES).toEqual(["api.stripe.com"]);

@@ -12,7 +12,7 @@ export interface NodeHeartbeatOptions {
 
 /**
  * This worker's row in worker_nodes (version, /readyz address, last heartbeat in database time) for the
- * operator status page (#21). Off the hot path: one upsert every interval on its own timer; a failed one is
+ * operator status page. Off the hot path: one upsert every interval on its own timer; a failed one is
  * logged at most once a minute and the next interval tries again. stop() removes the row (clean shutdown).
  */
 export function startNodeHeartbeat(options: NodeHeartbeatOptions): { stop(): Promise<void> } {

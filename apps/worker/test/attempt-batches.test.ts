@@ -1,4 +1,4 @@
-// The worker's batched starts and completions (issue #18) against the real Postgres: per-row fences in
+// The worker's batched starts and completions against the real Postgres: per-row fences in
 // one statement, a failed batch settled row by row, nothing acknowledged before it committed.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type pg from "pg";

@@ -128,7 +128,7 @@ describe("execution (real scheduler and worker processes, a recording sink)", ()
     await w.startScheduler();
     const t = await w.createTenant();
     const id = await w.createJob(t, sink.url("/never"));
-    // Dispatched, and its message in the broker (published right after the claim commits, #18).
+    // Dispatched, and its message in the broker (published right after the claim commits).
     const broker = new Redis(w.redis.url);
     try {
       await waitFor(

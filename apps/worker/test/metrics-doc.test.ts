@@ -1,4 +1,4 @@
-// docs/observability.md cannot drift from what the processes export (#21): its table of every metric is
+// docs/observability.md cannot drift from what the processes export: its table of every metric is
 // compared with a scrape of a running scheduler and worker, both ways, with each metric's type, and with
 // the labels of every series that has samples. The console's scrape is checked the same way in
 // apps/console/test/metrics.test.ts (it needs the built Next server).

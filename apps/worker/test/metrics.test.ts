@@ -1,4 +1,4 @@
-// The metrics of #21 (docs/observability.md) as the running processes export them: a small workload, then
+// The metrics of docs/observability.md as the running processes export them: a small workload, then
 // each series is read from the worker's and the scheduler's /metrics and compared with what happened.
 import { describe, expect, it } from "vitest";
 import { waitFor } from "@tick/testing";

@@ -18,7 +18,7 @@ const readyz = async (port: number) => {
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 };
 
-describe("heartbeats and readiness for the operator status page (#21)", () => {
+describe("heartbeats and readiness for the operator status page", () => {
   it("a worker keeps its row in worker_nodes (version, its /readyz address, heartbeat in database time) and removes it on a clean stop", async () => {
     const worker = await world.startWorker({ WORKER_ID: "w-status", TICK_REGION: "eu-test" });
     const row = async () =>

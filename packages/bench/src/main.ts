@@ -18,7 +18,7 @@ import { judge, renderTables, type BenchReport } from "./report.js";
 //                 [--concurrency C] [--rounds R] [--json file] [--systems http-client,tick,graphile-worker,pg-boss,bullmq]
 //                 (BENCH_CPU_PROF=dir profiles Tick's processes; BENCH_CPU_BREAKDOWN=1 prints CPU per job by process)
 // Prints a table per scenario, one JSON object per scenario (lines starting with {"scenario":...}), and
-// the targets of issue #18 met, not met or not run (also in the report as `targets`).
+// the benchmark's targets met, not met or not run (also in the report as `targets`).
 
 const SCENARIOS = ["burn-down", "precision", "fairness", "catch-up", "scale", "history", "recurrence", "api-ingest", "scale-out"] as const;
 type Scenario = (typeof SCENARIOS)[number];

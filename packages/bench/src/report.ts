@@ -5,7 +5,7 @@ import type { ScaleOutResult } from "./scale-out.js";
 import type { BurnDownResult, CatchUpResult, FairnessResult, HistoryResult, PrecisionResult, ScaleResult } from "./scenarios.js";
 
 /**
- * One target of issue #18 (or #10), as written to the report: `met` is null when its scenario did not run
+ * One target of the benchmark, as written to the report: `met` is null when its scenario did not run
  * in this invocation (not run is not met). `value` is the figure judged, `limit` the bound it must
  * satisfy in the direction `op` (value >= limit, or value <= limit); `measured` says it in words.
  */
@@ -45,7 +45,7 @@ function target(name: string, op: Target["op"], limit: number, value: number | n
   return { name, met: op === ">=" ? value >= limit : value <= limit, value, limit, op, measured: measured || String(value) };
 }
 
-/** The targets of issue #18 (and #10's history targets), each judged on this run's figures only. */
+/** The benchmark's targets (the history scenario's among them), each judged on this run's figures only. */
 export function judge(report: BenchReport): Target[] {
   const { burnDown, precision, fairness, scale, history, recurrence, apiIngest, scaleOut } = report.scenarios;
   const rate = (s: string) => burnDown?.find((r) => r.system === s)?.jobsPerSecond;
@@ -106,10 +106,10 @@ export function judge(report: BenchReport): Target[] {
     const best = scaleOut.reduce((a, r) => (r.jobsPerSecond > a.jobsPerSecond ? r : a));
     const largest = scaleOut[scaleOut.length - 1]!;
     targets.push(
-      target("(#22) scale-out: extra starts, duplicate calls or jobs not succeeded, all sizes", "<=", 0, wrongRuns),
-      target("(#22) scale-out: shards per scheduler, most − fewest", "<=", 1, uneven),
+      target("scale-out: extra starts, duplicate calls or jobs not succeeded, all sizes", "<=", 0, wrongRuns),
+      target("scale-out: shards per scheduler, most − fewest", "<=", 1, uneven),
       target(
-        `(#22) scale-out: ${largest.schedulers} schedulers × ${largest.workers} workers / the best size's rate (no contention collapse)`,
+        `scale-out: ${largest.schedulers} schedulers × ${largest.workers} workers / the best size's rate (no contention collapse)`,
         ">=",
         0.5,
         ratio(largest.jobsPerSecond, best.jobsPerSecond),
@@ -122,7 +122,7 @@ export function judge(report: BenchReport): Target[] {
     const full = history[history.length - 1]!;
     targets.push(
       target(
-        `(#10) claim p50 with ${full.historyJobs.toLocaleString("en")} history jobs / with ${empty.historyJobs.toLocaleString("en")}, plan unchanged`,
+        `history: claim p50 with ${full.historyJobs.toLocaleString("en")} history jobs / with ${empty.historyJobs.toLocaleString("en")}, plan unchanged`,
         "<=",
         1.5,
         // A changed plan fails the target whatever the latency.
@@ -130,7 +130,7 @@ export function judge(report: BenchReport): Target[] {
         `plan ${full.plan === empty.plan ? "identical" : "DIFFERENT"}; p50 ${full.claimP50Ms} vs ${empty.claimP50Ms} ms, p99 ${full.claimP99Ms} vs ${empty.claimP99Ms} ms`,
       ),
       target(
-        "(#10) burn-down while retention deletes history / without history",
+        "history: burn-down while retention deletes history / without history",
         ">=",
         0.8,
         full.historyDeletedDuringBurnDown > 0 ? ratio(full.burnDownJobsPerSecond, empty.burnDownJobsPerSecond) : 0,
@@ -253,7 +253,7 @@ export function renderTables(report: BenchReport): string {
     const verdict = (t: Target) => (t.met === null ? "not run" : t.met ? "met" : "NOT MET");
     out.push(
       "",
-      "Targets (issue #18; #10's history)",
+      "Targets",
       table(["target", "", "limit", "result", "measured"], report.targets.map((t) => [t.name, t.op, t.limit, verdict(t), t.measured])),
     );
   }

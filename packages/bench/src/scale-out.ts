@@ -1,7 +1,7 @@
 import { machineCpuMs, until, withTick, type Context } from "./scenarios.js";
 import type { TickTenant } from "./tick.js";
 
-// Scale-out (issue #22): the same burn-down with 1, 2 and 4 scheduler processes and 1, 2 and 4 worker
+// Scale-out: the same burn-down with 1, 2 and 4 scheduler processes and 1, 2 and 4 worker
 // processes on this machine. On 2 cores the rate flattens; the point is that nothing is lost or run twice, the
 // shards spread evenly over the schedulers, and adding processes does not collapse the rate (contention).
 

@@ -205,7 +205,7 @@ async function burnDownOnce(ctx: Context, n: number, concurrency: number, system
       workerHealthPort?: number,
     ) => {
       // The store is asked only once the sink has seen every job: a count every 50 ms while the jobs run
-      // is load on the system measured (Tick's cost 3.5 ms a call, #18), the same for every system.
+      // is load on the system measured (Tick's cost 3.5 ms a call), the same for every system.
       const burnedDown = (label: string, count: number, timeoutMs: number) =>
         until(ctx, label, async () => {
           const delivered = ctx.sink.distinct();
@@ -217,7 +217,7 @@ async function burnDownOnce(ctx: Context, n: number, concurrency: number, system
       // Each burns down a run of the same size first, untimed (the bare client's process has no store to
       // warm: the sink warm-up above already ran the same calls). A run of 1,000 was not enough: a profile of
       // the timed window (perf, whole machine) still had Tick's worker compiling its hot path with TurboFan on
-      // its helper threads, 9-10 % of all samples (pg-boss's worker 2.7 %); after 10,000, 1.8 % (#18).
+      // its helper threads, 9-10 % of all samples (pg-boss's worker 2.7 %); after 10,000, 1.8 %.
       if (databaseUrl || redis) {
         const warmUpJobs = n;
         const warmKeys = Array.from({ length: warmUpJobs }, (_, i) => ({ key: `${system}-warm-${i}`, url: ctx.sink.url }));
@@ -640,7 +640,7 @@ export async function scale(ctx: Context, futureCounts: number[], dueJobs: numbe
 }
 
 // ---------------------------------------------------------------------------------------------
-// 6. History: the claim with no history and with millions of finished jobs (issue #10), and retention
+// 6. History: the claim with no history and with millions of finished jobs, and retention
 // deleting expired history in bounded batches while jobs burn down.
 
 export interface HistoryResult {

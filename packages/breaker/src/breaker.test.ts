@@ -108,7 +108,7 @@ describe("inspect", () => {
 });
 
 describe("windowStats", () => {
-  it("reads several breakers' states and window figures in one call, in order, without changing them (#21: the worker's metrics)", async () => {
+  it("reads several breakers' states and window figures in one call, in order, without changing them (for the worker's metrics)", async () => {
     const b = createBreakers({ redis, prefix: test.prefix, policy });
     const down = k("stats-down.example");
     const retried = k("stats-retried.example");

@@ -46,7 +46,7 @@ export interface Verdict {
 
 /**
  * One job's path from the create request to its first delivery, in ms: the API's acknowledgement, then
- * (database clock, which may be injected: only differences are used) dispatch (published right after, #18),
+ * (database clock, which may be injected: only differences are used) dispatch (published right after),
  * a re-publish through the outbox if the reaper had to make one, the attempt's start, and finally the
  * downstream's receipt.
  */
@@ -195,7 +195,7 @@ export async function checkInvariants(args: {
     const slowest = quietSlowest.get(phase);
     if (slowest) row.quietSlowest = await explainLag(pool, slowest.op, slowest.lag, deliveriesByKey.get(slowest.op.key)![0]!.at);
   }
-  // Recovery (issue #18): after one fault, whatever fell due during the phase starts within the fault's
+  // Recovery: after one fault, whatever fell due during the phase starts within the fault's
   // duration plus two lease TTLs (one for a dead holder's lease to lapse, one for its successor) + slack.
   const delayOf = new Map(ops.filter((o) => o.jobId && o.delayMs !== undefined).map((o) => [o.jobId!, o.delayMs!]));
   // A job due shortly before the next phase's fault may still be waiting, within its own phase's bound, when

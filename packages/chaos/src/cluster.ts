@@ -26,7 +26,7 @@ const FAST = {
   SCHEDULER_DISPATCH_INTERVAL: "50ms",
   SCHEDULER_REAPER_INTERVAL: "500ms",
   SCHEDULER_LEASE_GRACE: "2s",
-  // The production default: recovery from a fault must not wait for this last-resort re-publish (#18).
+  // The production default: recovery from a fault must not wait for this last-resort re-publish.
   SCHEDULER_STRANDED_AFTER: "60s",
   SCHEDULER_RECONCILE_INTERVAL: "1s",
   SCHEDULER_PUBLISH_TIMEOUT: "2s",

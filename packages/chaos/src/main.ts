@@ -101,7 +101,7 @@ async function main() {
   const sink = await startChaosSink(random.next);
   const logDir = path.join(process.cwd(), ".data", "chaos", `seed-${args.seed}-${new Date().toISOString().replace(/[:.]/g, "-")}`);
   // The store probe and the breaker gauges read every second (15 s and 10 s by default), so scrapes during
-  // a 5 s outage see it (#21: the metrics and the logs are judged against what happened).
+  // a 5 s outage see it (the metrics and the logs are judged against what happened).
   const cluster = await startCluster({
     schedulers: args.schedulers,
     workers: args.workers,
@@ -214,7 +214,7 @@ async function main() {
       heldDependencies: ["sink-dep"],
       dstTransition: fake ? { at: transition, zone: "Europe/Berlin", scheduleEverySeconds: 2 } : null,
     });
-    // The metrics, judged against what happened (#21).
+    // The metrics, judged against what happened.
     const metricChecks = await checkMetrics({ pool: cluster.pool, scrapes: metrics.scrapes, phases: done, outageDependency: "sink-dep", frozenIn: metrics.frozenIn });
     for (const c of metricChecks) if (!c.ok) verdict.violations.push(`metrics: ${c.check}: expected ${c.expected}, observed ${c.observed}`);
     // The logs: no API key, signing secret or request body; job lines name their tenant (and attempt lines their shard and epoch).

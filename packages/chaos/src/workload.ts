@@ -40,7 +40,7 @@ export interface Tenant {
 
 /**
  * Distinctive text in every job's request body and in a header of it: it must never reach a log line
- * (#21: no request bodies or headers in the logs by default).
+ * (no request bodies or headers in the logs by default).
  */
 export const BODY_MARKER = "chaos-body-7f3a9c1e-do-not-log";
 export const HEADER_MARKER = "chaos-header-b81d02f4-do-not-log";

@@ -7,7 +7,7 @@ export const JOB_STATUSES = JOB_STATES;
 export const jobStatusSchema = z.enum(JOB_STATUSES);
 
 /** Header names a tenant may not set on its own request: they belong to the transport or to Tick. */
-// traceparent and tracestate carry the job's trace (#21): send them on the create request instead.
+// traceparent and tracestate carry the job's trace: send them on the create request instead.
 const RESERVED_HEADER = /^(host|content-length|transfer-encoding|connection|keep-alive|upgrade|te|trailer|proxy-.*|idempotency-key|tick-.*|traceparent|tracestate)$/i;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 // RFC 9110 field-value characters as the worker's HTTP client sends them (one byte each): tab, space,

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { jobWithAttemptsSchema } from "./jobs.js";
 import { nullableTimestamp, timestamp } from "./common.js";
 
-// Data lifecycle (issue #10): a tenant's retention settings and the NDJSON export of its finished jobs.
+// Data lifecycle: a tenant's retention settings and the NDJSON export of its finished jobs.
 
 export const tenantSettingsSchema = z
   .object({

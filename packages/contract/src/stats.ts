@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { timestamp } from "./common.js";
 
-// The overview's time series (#20): GET /stats reads the per-minute rollups the scheduler maintains
+// The overview's time series: GET /stats reads the per-minute rollups the scheduler maintains
 // (finished jobs by outcome with a lag histogram; each queue's figures sampled once a minute).
 
 /** A chart window and its bins: the last bin holds now; bins are aligned to their size (UTC epoch). */

@@ -14,14 +14,14 @@ export const attemptMessageSchema = z.object({
   shard: z.number().int(),
   epoch: z.string(),
   republished: z.boolean().optional(),
-  /** Written by re-publishes before #18 (messages still in flight may carry it); no longer read. */
+  /** Written by older schedulers' re-publishes (a message still in flight may carry it); not read. */
   generation: z.number().int().nonnegative().optional(),
   /** Circuit-breaker key (the job's dependency_key). */
   dependency: z.string().nullable().optional(),
   /** Attempts started before this one: > 0 makes this a retry (retry budget). */
   attemptCount: z.number().int().optional(),
   /**
-   * The dispatcher's fair rank (#18): the attempt's place among its tenant's unstarted attempts of the
+   * The dispatcher's fair rank: the attempt's place among its tenant's unstarted attempts of the
    * shard, divided by the tenant's weight. A worker serves the attempts it holds lowest rank first, so a
    * quiet tenant's attempt does not wait behind a noisy tenant's backlog. Absent: 0.
    */
@@ -31,7 +31,7 @@ export const attemptMessageSchema = z.object({
 export type AttemptMessage = z.output<typeof attemptMessageSchema>;
 
 /**
- * A dispatch message that carries several attempts (#18): the attempts a dispatch round claimed go to the
+ * A dispatch message that carries several attempts: the attempts a dispatch round claimed go to the
  * broker as one message per chunk, so the broker's cost (about 30 Redis commands a message) is paid per
  * chunk, not per job. Its ID is `dispatchChunkId(...)`, recorded on each attempt (`attempts.message_id`),
  * so the reaper can ask the broker about it. Each attempt is still started, fenced and completed on its
@@ -40,7 +40,7 @@ export type AttemptMessage = z.output<typeof attemptMessageSchema>;
 export const attemptChunkMessageSchema = z.object({
   attempts: z.array(attemptMessageSchema).min(1),
   /**
-   * The W3C traceparent of the dispatch round's span, when the scheduler traces (#21): each attempt's span
+   * The W3C traceparent of the dispatch round's span, when the scheduler traces: each attempt's span
    * links to it. The job's own trace is not here: the worker reads it from the job row its start returns.
    */
   traceparent: z.string().optional(),

@@ -1,4 +1,4 @@
-// Scheduling lag (an attempt's start − its job's due time) as a fixed histogram (#20): the scheduler's
+// Scheduling lag (an attempt's start − its job's due time) as a fixed histogram: the scheduler's
 // per-minute rollups count jobs into these buckets and the stats API merges buckets and reads percentiles
 // from them, so both sides must use the same bounds.
 

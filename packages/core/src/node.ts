@@ -4,7 +4,7 @@ import { canonicalJson } from "./idempotency.js";
 
 /**
  * The fingerprint an idempotency key is bound to: SHA-256 (hex) of the request's canonical JSON.
- * Synchronous node:crypto (#18): Web Crypto's digest cost about 47 µs a call against 6, a batch of 1,000
+ * Synchronous node:crypto: Web Crypto's digest cost about 47 µs a call against 6, a batch of 1,000
  * creates paying it a thousand times.
  */
 export function requestHash(request: unknown): string {

@@ -15,7 +15,7 @@ export type ReplayAction = (typeof REPLAY_ACTIONS)[number];
 export const REPLAY_TRANSITIONS: Readonly<Record<ReplayState, Readonly<Partial<Record<ReplayAction, ReplayState>>>>> = {
   running: { pause: "paused", cancel: "cancelled", autoPause: "auto_paused", complete: "completed" },
   // A paused replay with nothing left to release and nothing in flight is over: it completes rather than
-  // waiting forever for a resume that would do nothing (#20).
+  // waiting forever for a resume that would do nothing.
   paused: { resume: "running", cancel: "cancelled", complete: "completed" },
   // Resuming an auto-paused replay is the operator saying the root cause is fixed: judged afresh.
   auto_paused: { resume: "running", cancel: "cancelled", complete: "completed" },

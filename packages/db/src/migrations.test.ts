@@ -56,7 +56,7 @@ describe("migrations", () => {
       expect(jobs.length).toBeGreaterThan(20);
       // A migration that adds a column to jobs or attempts must add it to history (and recreate the views).
       expect(await columns("history", "jobs")).toEqual(jobs);
-      // history.attempts has job_finished_at after the columns attempts had in #10; the move names its columns.
+      // history.attempts has job_finished_at before some of attempts' columns (message_id); the move names its columns.
       const historyAttempts = await columns("history", "attempts");
       expect(historyAttempts.filter((c) => c !== "job_finished_at timestamp with time zone")).toEqual(attempts);
       expect(historyAttempts).toContain("job_finished_at timestamp with time zone");

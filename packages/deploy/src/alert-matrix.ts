@@ -19,7 +19,7 @@ import {
 } from "./alert-series.js";
 
 /**
- * The incidents of the alert matrix (issue #21): each one's synthetic series (alert-series.ts) and the
+ * The incidents of the alert matrix: each one's synthetic series (alert-series.ts) and the
  * alerts it must fire; every other alert must stay silent throughout it. `alertTests` writes them as
  * promtool's rule unit tests (prometheus.test.ts runs them).
  */

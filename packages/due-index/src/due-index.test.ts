@@ -11,7 +11,7 @@ afterAll(async () => {
 });
 
 describe("due index", () => {
-  it("tells the dispatcher how long until the next due time, and which shards need a round (#18)", async () => {
+  it("tells the dispatcher how long until the next due time, and which shards need a round", async () => {
     const index = createDueIndex({ redis, prefix: `${test.prefix}:wake` });
     const now = Date.now();
     expect(await index.msUntilNextDue([10, 11], 0)).toBeNull();

@@ -32,7 +32,7 @@ export const consoleEnvSchema = z.object({
   /** Largest request body accepted by POST /jobs/batch (up to 1,000 jobs). */
   API_MAX_BATCH_BODY_BYTES: z.coerce.number().int().min(1024).max(256 * 1024 * 1024).default(16 * 1024 * 1024),
   /**
-   * Who may sign up (issue #19): `open` (anyone creates a tenant), `invite` (people join by invitation
+   * Who may sign up: `open` (anyone creates a tenant), `invite` (people join by invitation
    * only), `closed` (neither). Unset is closed, so a deployment never opens sign-up by accident;
    * `npm start` sets open.
    */

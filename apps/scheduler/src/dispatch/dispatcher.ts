@@ -15,7 +15,7 @@ export interface DispatcherConfig {
   holder: string;
   batch: number;
   maxQueuedPerShard: number;
-  /** Most attempts per broker message (#18); 1 sends a message per attempt. */
+  /** Most attempts per broker message; 1 sends a message per attempt. */
   chunkSize: number;
   /** A publish not answered within this counts as failed: the reaper re-publishes what it carried. */
   publishTimeoutMs: number;
@@ -43,7 +43,7 @@ const MAX_RANK = 2_097_152;
  * One dispatch round for a shard: how much may go out (shallow broker queue, global rate), who gets
  * it (weighted deficit round robin across tenants with due work, each within its in-flight cap), the
  * claims themselves, in one transaction fenced by the shard lease, and, once that has committed, the
- * broker messages (#18: no outbox row; the pending attempts are the durable record, and the reaper
+ * broker messages (no outbox row; the pending attempts are the durable record, and the reaper
  * re-publishes any whose message never reached a worker).
  */
 export class Dispatcher {
@@ -60,7 +60,7 @@ export class Dispatcher {
     private readonly faults: FaultPoints,
     /** Per tenant, the dependencies whose circuit breaker is open (their jobs are held); empty when unknown. */
     private readonly openDependencies: () => Promise<Map<string, string[]>> = async () => new Map(),
-    /** A "dispatch" span per published round when tracing is on (#21); its messages carry it for the attempts to link. */
+    /** A "dispatch" span per published round when tracing is on; its messages carry it for the attempts to link. */
     private readonly tracing: Tracing = NO_TRACING,
   ) {}
 

@@ -166,10 +166,10 @@ export class DueTenantSource {
   /**
    * Reads both clocks, Redis' on either side of Postgres', and keeps their difference: the tightest of up
    * to `CALIBRATION_SAMPLES` readings. One reading is only as good as its round trip is even: the first
-   * one after a start opened a database connection before the statement ran, and came out ~40 ms high,
-   * which made every job look due 40 ms early to the wait below, so a tenant whose next job fell due a
-   * moment ago was taken for one held by its caps and waited the 100 ms poll (#18: p99 start − due at
-   * 100/s was 130 ms for the first two seconds of every scheduler).
+   * one after a start opens a database connection before the statement runs, and comes out ~40 ms high,
+   * which would make every job look due 40 ms early to the wait below, so a tenant whose next job fell due
+   * a moment ago would be taken for one held by its caps and wait the 100 ms poll (at 100 jobs/s, a p99
+   * start − due of 130 ms for the first two seconds of every scheduler).
    */
   async calibrate(): Promise<number> {
     let best: { offset: number; uncertainty: number } | null = null;

@@ -2,15 +2,15 @@
  * How fast this scheduler releases work (catch-up after an outage, S12; outbox drain, S10): at most
  * `ratePerSecond` in any window of one second (a sliding window over what was taken, plus a small margin for
  * the gap between this process's clock and the database timestamps the release is judged by). A token
- * bucket holding a second's worth let up to twice the rate through in a second after an idle spell, and
- * rounds falling unevenly let 10% more through in many calendar seconds.
+ * bucket holding a second's worth would let up to twice the rate through in a second after an idle spell,
+ * and rounds falling unevenly would let 10% more through in many calendar seconds.
  *
- * Within that cap the release is paced (#18): units accrue at the window's rate, and at most `burstMs` of
+ * Within that cap the release is paced: units accrue at the window's rate, and at most `burstMs` of
  * them are held, so a backlog goes out a few units every round instead of a whole window's worth at once
- * followed by a stall until the window slides. Without the pace, a scheduler at its cap released about 200
- * attempts every 100 ms (the broker queue's room), and a quiet tenant's job that fell due in a stall waited
- * for the next release: 96 ms p99 from due to claimed under the fairness burst, with 1,209 of 1,844 rounds
- * held by the rate.
+ * followed by a stall until the window slides. Without the pace, a scheduler at its cap would release about
+ * 200 attempts every 100 ms (the broker queue's room), and a quiet tenant's job that fell due in a stall
+ * would wait for the next release: 96 ms p99 from due to claimed under the fairness burst, with 1,209 of
+ * 1,844 rounds held by the rate.
  */
 export class RateLimiter {
   private readonly taken: { at: number; n: number }[] = [];

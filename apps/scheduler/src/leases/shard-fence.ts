@@ -19,8 +19,8 @@ export async function withShardFence<T>(
   onStale: (lease: HeldLease) => void = () => {},
 ): Promise<FencedResult<T>> {
   try {
-    // The fence goes with BEGIN, in one round trip (#18: a dispatch round, a reaper or maintenance pass
-    // is one such transaction per shard).
+    // The fence goes with BEGIN, in one round trip: every dispatch round, reaper or maintenance pass is
+    // one such transaction per shard.
     const value = await inTransaction(
       pool,
       async (client, fence) => {

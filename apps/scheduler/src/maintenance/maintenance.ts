@@ -33,7 +33,7 @@ export interface PruneBudget {
 }
 
 export interface MaintenanceResult {
-  /** Finished jobs counted into the per-minute rollups (#20). */
+  /** Finished jobs counted into the per-minute rollups. */
   rolledUpJobs: number;
   archivedJobs: number;
   archivedAttempts: number;
@@ -43,8 +43,8 @@ export interface MaintenanceResult {
 }
 
 /**
- * The data lifecycle (issue #10), a scheduler loop like the others: per held shard and fenced by its
- * lease, finished jobs are counted into the per-minute rollups the console's charts read (#20) and each
+ * The data lifecycle, a scheduler loop like the others: per held shard and fenced by its
+ * lease, finished jobs are counted into the per-minute rollups the console's charts read and each
  * queue's figures sampled once a minute, then finished jobs and their attempts move from the hot tables
  * into day-partitioned history (never before they are counted), and
  * history past the tenant's retention is deleted in bounded batches. The holder of the lowest shard also

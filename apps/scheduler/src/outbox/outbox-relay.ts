@@ -72,8 +72,8 @@ const MAX_GENERATIONS = 16;
  * as the broker keeps the finished message, and the attempt would wait that long.
  */
 export async function dispatchMessageState(queue: Queue, attemptId: string, chunkId: string | null = null): Promise<{ republishAs: string; deliverable: boolean }> {
-  // Claimed since #18, the attempt first went out in a chunk message: while that can still be delivered,
-  // so can the attempt (a worker runs every attempt of a chunk it takes).
+  // Claimed by a dispatch round (chunkId set), the attempt first went out in a chunk message: while that
+  // can still be delivered, so can the attempt (a worker runs every attempt of a chunk it takes).
   if (chunkId !== null && DELIVERABLE.has(await queue.getJobState(dispatchChunkId(chunkId)))) {
     return { republishAs: dispatchMessageId(attemptId, 0), deliverable: true };
   }

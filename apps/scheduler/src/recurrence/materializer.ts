@@ -44,7 +44,7 @@ export class Materializer {
         const advances: sql.ScheduleAdvance[] = [];
         // planOccurrences is pure, and schedules that share a rule and fired together ask it the same
         // question (every "0 * * * *" in one zone, on time, in this statement's snapshot): asked once per
-        // distinct input per round (#18: the cron walk's date arithmetic was most of the scheduler's CPU).
+        // distinct input per round (otherwise the cron walk's date arithmetic is most of the scheduler's CPU).
         const plans = new Map<string, ReturnType<typeof planOccurrences>>();
         for (const s of await sql.lockDueSchedules(client, lease.shard, this.config.lookaheadMs, this.config.batch)) {
           const input = {

@@ -107,7 +107,7 @@ export class Replayer {
       return idle;
     }
     // Nothing left to release and nothing in flight: the replay is over, whatever its last verdict. A paused
-    // one completes too, instead of offering a resume that would do nothing (#20).
+    // one completes too, instead of offering a resume that would do nothing.
     if (tally.pending === 0 && tally.inFlight === 0) {
       // Done, but said plainly when the jobs kept failing: the last verdict goes with the completion.
       const last = judgeFailureRate(await sql.recentFirstOutcomes(client, replay.id, replay.judged_since, replay.failure_window), {

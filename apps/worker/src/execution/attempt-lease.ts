@@ -36,7 +36,7 @@ export function createLeaseKeeper(options: { pool: pg.Pool; leaseMs: number; hea
   const { pool, leaseMs, heartbeatMs } = options;
   const held = new Map<string, Held>();
   // A plain flag and one callback rather than an AbortController per attempt: the call in flight builds
-  // the only controller it needs (an AbortSignal costs tens of microseconds per attempt, #18).
+  // the only controller it needs (an AbortSignal costs tens of microseconds per attempt).
   const lose = (h: Held, reason: string) => {
     if (h.lostReason !== null) return;
     h.lostReason = reason;

@@ -51,7 +51,7 @@ export interface AttemptRunnerDeps {
   /** After a retry commits: tell the due index (best effort). */
   noteDue: (shard: number, tenantId: string, dueAtMs: number) => Promise<void>;
   /**
-   * Spans (#21): each attempt's call to the target is an "attempt" span, a child of the job's trace, whose
+   * Spans: each attempt's call to the target is an "attempt" span, a child of the job's trace, whose
    * IDs are the traceparent the target receives. Off (NO_TRACING): no span, only a new span ID to send.
    */
   tracing: Tracing;
@@ -103,7 +103,7 @@ function decide(started: sql.StartedAttempt, result: HttpCallResult, now: Date, 
 /**
  * The headers of a call to the job's target: the job's own, then Tick's (which win over the job's): the
  * stable Idempotency-Key (S6), the job, attempt and fencing token, the signature, the trace context of the
- * attempt's span (W3C traceparent and tracestate, #21), the user agent, and a JSON content type when the job
+ * attempt's span (W3C traceparent and tracestate), the user agent, and a JSON content type when the job
  * sends a body without one.
  */
 function targetHeaders(started: sql.StartedAttempt, attemptId: string, secrets: string[], trace: TraceContext): Record<string, string> {
@@ -173,14 +173,14 @@ async function startPaced(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, 
 }
 
 /**
- * Runs every attempt a dispatch message carries (a chunk's, #18, or the single one of a re-publish), each
+ * Runs every attempt a dispatch message carries (a chunk's, or the single one of a re-publish), each
  * on its own in a call slot, lowest rank first. Resolves once all are done; if any failed unexpectedly
  * (its start could not reach Postgres, say), rejects after the others finished, so the message counts as
  * failed and the reaper re-publishes what did not start.
  */
 export async function runMessage(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, data: unknown): Promise<RunOutcome[]> {
   const attempts = attemptsOfMessage(data);
-  // The dispatch round's span, when the scheduler traces (#21): each attempt's span links to it.
+  // The dispatch round's span, when the scheduler traces: each attempt's span links to it.
   const dispatch = deps.tracing.enabled ? parseTraceparent((data as { traceparent?: unknown } | null)?.traceparent as string | undefined) : null;
   const settled = await Promise.allSettled(attempts.map((raw) => runAttempt(deps, config, raw, dispatch)));
   const failed = settled.filter((s): s is PromiseRejectedResult => s.status === "rejected");
@@ -258,7 +258,7 @@ async function runInSlots(
   // with due and expiry times the database set, so the worker's own wall clock never enters (S13).
   const startedAt = performance.now();
   const databaseNow = () => new Date(started.db_now.getTime() + (performance.now() - startedAt));
-  // Every line about the attempt names its tenant, job, attempt, shard and the dispatching epoch (#21).
+  // Every line about the attempt names its tenant, job, attempt, shard and the dispatching epoch.
   const context = { tenantId: started.tenant_id, jobId: msg.jobId, attemptId: msg.attemptId, shard: started.shard, epoch: msg.epoch, attempt: started.attempt_number, fencingToken: started.fencing_token };
 
   // Heartbeat (attempt-lease.ts): renewed with the worker's other running attempts; if a renewal is
@@ -345,7 +345,7 @@ async function runInSlots(
   if (completion.status === "scheduled" && completion.dueAt) {
     await deps.noteDue(started.shard, started.tenant_id, completion.dueAt.getTime()).catch(() => {});
   }
-  // Built only when it is written: the line's object per job showed in the worker's profile at level warn (#18).
+  // Built only when it is written: otherwise the line's object per job shows in the worker's profile even at level warn.
   if (logger.isLevelEnabled("info")) logger.info({ ...context, status: completion.status, outcome, httpStatus: result.status, durationMs: result.durationMs }, "attempt completed");
   return { kind: "completed", status: completion.status ?? decision.kind };
 }

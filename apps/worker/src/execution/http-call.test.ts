@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseCidrList } from "@tick/core";
 import { createHttpCaller, type Cancellation } from "./http-call.js";
 
-// The worker's HTTP path (undici's dispatch with a handler of its own, #18) against a real local server:
+// The worker's HTTP path (undici's dispatch with a handler of its own) against a real local server:
 // every way a call can end.
 let server: http.Server;
 let base: string;

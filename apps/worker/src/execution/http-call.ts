@@ -120,8 +120,8 @@ export function createHttpCaller(options: { allowedCidrs: readonly Cidr[]; maxRe
           stop(new Error(reason));
         });
         // undici's dispatch with a handler of our own, not `request`: no response stream, no AbortSignal
-        // (the handler's controller aborts), one closure per call. 27 µs of CPU a call instead of 65 here
-        // (#18). No redirect is followed (dispatch has no redirect handling unless asked).
+        // (the handler's controller aborts), one closure per call: 27 µs of CPU a call here,
+        // against 65 with `request`. No redirect is followed (dispatch has no redirect handling unless asked).
         agent.dispatch(
           { origin: url.origin, path: url.pathname + url.search, method: req.method, headers: req.headers, body: req.body ?? undefined },
           {

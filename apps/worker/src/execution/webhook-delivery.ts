@@ -34,7 +34,7 @@ export interface WebhookDeliveryDeps {
   pool: pg.Pool;
   http: HttpCaller;
   logger: Logger;
-  /** Each try is a "webhook" span, a child of the job's trace (#21); absent: off. */
+  /** Each try is a "webhook" span, a child of the job's trace; absent: off. */
   tracing?: Tracing;
   observe?: (o: DeliveryObservation) => void;
 }

@@ -9,8 +9,8 @@ export function signWebhook(secrets: string[], id: string, timestampSeconds: num
   return secrets.map((secret) => `v1,${createHmac("sha256", keyOf(secret)).update(`${id}.${timestampSeconds}.${body}`).digest("base64")}`).join(" ");
 }
 
-// Decoded signing keys by secret: a tenant signs every call with the same one or two (#18: decoding the
-// base64 on every call cost as much as the HMAC). Secrets rotate rarely; the cache is bounded all the same.
+// Decoded signing keys by secret: a tenant signs every call with the same one or two (decoding the
+// base64 on every call would cost as much as the HMAC). Secrets rotate rarely; the cache is bounded all the same.
 const keys = new Map<string, KeyObject>();
 function keyOf(secret: string): KeyObject {
   let key = keys.get(secret);

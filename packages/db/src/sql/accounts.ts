@@ -1,4 +1,4 @@
-// Accounts (issue #19): owners of a tenant, tenants as platform operators see them, and actors by name.
+// Accounts: owners of a tenant, tenants as platform operators see them, and actors by name.
 // Each takes a pg client or pool, or a Prisma interactive transaction (the statement is the same).
 import type { Queryable } from "./types.js";
 

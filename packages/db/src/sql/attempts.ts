@@ -32,7 +32,7 @@ export interface StartedAttempt {
   due_at: Date;
   /** The job's queue's name (for the scheduling-lag metric). */
   queue: string;
-  /** The job's W3C trace context (#21): the attempt's call to the target is a child span of it. */
+  /** The job's W3C trace context: the attempt's call to the target is a child span of it. */
   traceparent: string | null;
   tracestate: string | null;
   lease_expires_at: Date;
@@ -133,7 +133,7 @@ export async function startAttempts(
   if (rows.length === 0) return new Map();
   const start = JOB_STATUS_WRITES.startAttempt;
   const { rows: started } = await db.query<StartedAttempt & { attempt_id: string }>({
-    // A named statement: parsed and planned once per connection, not per call (#18, hot path; the text is constant).
+    // A named statement: parsed and planned once per connection, not per call (hot path; the text is constant).
     name: "tick_start_attempts",
     text: `WITH input AS (
        SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::int[]) AS r(attempt_id, job_id, version)
@@ -361,7 +361,7 @@ export async function completeAttemptsAndNotify(db: Queryable, completions: read
   const params = completions.map(completeParams);
   const column = (i: number) => params.map((p) => p[i]);
   const { rows } = await db.query<{ attempt_id: string; due_at: Date; status: string }>({
-    // A named statement: parsed and planned once per connection, not per call (#18, hot path; the text is constant).
+    // A named statement: parsed and planned once per connection, not per call (hot path; the text is constant).
     name: "tick_complete_attempts",
     text: `WITH input AS (
        SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::bigint[], $5::text[], $6::float8[], $7::text[],

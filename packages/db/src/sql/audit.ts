@@ -20,7 +20,7 @@ const INSERT_AUDIT = `INSERT INTO audit_log (tenant_id, actor_type, actor_id, ac
   VALUES ($1::uuid, $2, $3, $4, $5, $6, $7::jsonb)`;
 
 /**
- * The one audit writer (#19): called with the transaction that makes the change it records, a pg client
+ * The one audit writer: called with the transaction that makes the change it records, a pg client
  * (`inTransaction`) or a Prisma interactive transaction, so the row commits with the change or neither
  * does. The same statement either way.
  */

@@ -1,4 +1,4 @@
-// A tenant's dependencies (#20, S11): the `dependency_key`s its live jobs call, and the ones it paused.
+// A tenant's dependencies (S11): the `dependency_key`s its live jobs call, and the ones it paused.
 // claimDueJobs (dispatch.ts) holds the jobs of a paused dependency.
 import { liveJobsOfTenant } from "./live-jobs.js";
 import type { Queryable } from "./types.js";

@@ -6,7 +6,7 @@ import { JOB_STATUS_WRITES, stateLiteral, statusIn } from "./job-status-writes.j
 import type { Queryable } from "./types.js";
 
 /**
- * A suspended tenant (a platform operator's decision, #19) is dispatched like a tenant at its in-flight
+ * A suspended tenant (a platform operator's decision) is dispatched like a tenant at its in-flight
  * cap: no room, so none of its jobs is claimed; they wait, scheduled, until it is resumed.
  */
 const ROOM_OF_SUSPENDED = "CASE WHEN t.suspended_at IS NULL THEN t.max_in_flight ELSE 0 END";
@@ -20,8 +20,8 @@ export interface DueTenant {
 
 /**
  * The dispatched plus running jobs of a tenant of a shard (and of one of its queues), as an SQL expression:
- * one equality range of jobs_live_idx (shard, status, tenant_id, queue_id) per status (#18). Written as
- * `status IN ('dispatched', 'running')` the planner kept the status as a filter and read every live job of
+ * one equality range of jobs_live_idx (shard, status, tenant_id, queue_id) per status. Written as
+ * `status IN ('dispatched', 'running')` the planner keeps the status as a filter and reads every live job of
  * the tenant: 2,000 index entries and 2,280 heap fetches to count 200 in flight, on every dispatch round,
  * growing with the tenant's backlog.
  */
@@ -83,14 +83,14 @@ export interface ClaimChunks {
  * Claims up to `limit` of one tenant's due jobs, highest priority first, skipping paused queues and paused
  * dependencies and respecting each queue's concurrency and rate: scheduled → dispatched (version + 1) and a
  * new pending attempt with a new attempt ID, the next fencing token and the chunk message that will carry
- * it, all in this one statement. The pending attempt is the durable dispatch record (no outbox row, #18): the
+ * it, all in this one statement. The pending attempt is the durable dispatch record (no outbox row): the
  * dispatcher publishes it after the commit, and the reaper re-publishes one whose message never reached a
  * worker. Rows come back in claim order (priority, then due time). Jobs past their expiry deadline are left
  * for the expiry sweep. SKIP LOCKED lets claims run in parallel. Each queue is read apart (jobs_due_idx leads
  * with the queue), at most its room, so a capped queue's backlog never crowds the tenant's other queues
  * out of the claim.
  *
- * A queue's `rate_per_second` (#20) holds in every one-second window of the database clock, across shards
+ * A queue's `rate_per_second` holds in every one-second window of the database clock, across shards
  * and scheduler processes. The window is the second of the transaction's `now()`, which is also the
  * attempts' `dispatched_at`. Window `s` (epoch seconds) may take floor(r·(s+1)) − floor(r·s) claims: exactly
  * r per second for a whole rate, and for a fractional one the allowance carried from second to second, so
@@ -115,7 +115,7 @@ export async function claimDueJobs(
     /**
      * Whether the tenant may have a rate-limited queue (default true). False (the dispatcher read at the start
      * of the round that it has none: roundFacts) claims with a statement without the rate windows' CTEs (less
-     * to plan and run, #18). It never claims from a rate-limited queue (it reads only queues without a rate), so
+     * to plan and run). It never claims from a rate-limited queue (it reads only queues without a rate), so
      * a rate set on a queue meanwhile holds its jobs until the next round; it is never exceeded.
      */
     rated?: boolean;
@@ -135,7 +135,7 @@ export async function claimDueJobs(
             AND (j.expires_at IS NULL OR j.expires_at > now())
             AND (j.dependency_key IS NULL OR j.dependency_key <> ALL($5::text[]))
             AND (j.dependency_key IS NULL OR NOT EXISTS (SELECT 1 FROM dependency_pauses dp WHERE dp.tenant_id = $2 AND dp.dependency_key = j.dependency_key))`;
-  // The rate-limited queues (#20): their rows locked, their window's room, their room beside the others'.
+  // The rate-limited queues: their rows locked, their window's room, their room beside the others'.
   const ratedCtes = `win AS (
        SELECT date_trunc('second', now()) AS start, extract(epoch FROM date_trunc('second', now()))::numeric AS s
      ), rated AS (
@@ -153,13 +153,13 @@ export async function claimDueJobs(
               END AS room
          FROM rated q, win
      ), `;
-  // Not a named statement (#18): a generic plan is made once per connection with the statistics of the moment.
-  // Tried for this claim twice: with its rate windows (seventh session) the generic plan read a 50,000-job
-  // backlog on every claim (78 ms a call against 8); without them (ninth session), checked on a table analyzed
-  // with 100,000 jobs it was the right index scan (100-row claims 5-6 ms against 7-8), but in a full bench run
-  // the quiet tenant's p99 went from 205 ms alone to 10 s under the fairness burst (due → claimed 7.7 s); most
-  // likely the plan, made at the first claims on a near-empty table, did not fit the burst's backlog (not
-  // confirmed). A plan per call costs 1.8-2.2 ms of planning; it stays.
+  // Not a named statement: a named one gets a generic plan, made once per connection with the statistics of
+  // the moment, and this claim measured badly with one both ways. With its rate windows the generic plan read a
+  // 50,000-job backlog on every claim (78 ms a call against 8). Without them, on a table analyzed with 100,000
+  // jobs it was the right index scan (100-row claims 5-6 ms against 7-8), but in a full bench run the quiet
+  // tenant's p99 went from 205 ms alone to 10 s under the fairness burst (due → claimed 7.7 s); most likely the
+  // plan, made at the first claims on a near-empty table, did not fit the burst's backlog (not confirmed). A
+  // plan per call costs 1.8-2.2 ms of planning, the price of a plan that fits the backlog at hand.
   const { rows } = await db.query<ClaimedJob>(
     `WITH ${rated ? ratedCtes : ""}room AS (
        SELECT q.id AS queue_id, ${concurrencyRoom("q")} AS room

@@ -5,8 +5,8 @@ import { createPool } from "../client.js";
 import { createTestDatabase, newTestJob, testServerUrl, type TestDatabase } from "../testing.js";
 import { insertJobs, type JobRow, type NewJob } from "./jobs.js";
 
-// insertJobs reads back only what the database decides and composes the rest of each row from its input
-// (#18). These tests hold every composed row equal to the row Postgres stored, column for column, so a new
+// insertJobs reads back only what the database decides and composes the rest of each row from its input.
+// These tests hold every composed row equal to the row Postgres stored, column for column, so a new
 // column, a changed default or a trigger cannot make the API answer with something other than what it kept.
 let db: TestDatabase;
 let pool: pg.Pool;

@@ -38,7 +38,7 @@ export interface JobRow {
   occurrence_at: Date | null;
   replay_id: string | null;
   cancel_requested_at: Date | null;
-  /** W3C traceparent of the job's span (#21); null only for jobs created before traces existed. */
+  /** W3C traceparent of the job's span; null only for jobs created before traces existed. */
   traceparent: string | null;
   tracestate: string | null;
   created_at: Date;
@@ -69,7 +69,7 @@ export interface NewJob {
   dependency_key: string | null;
   callback_url: string | null;
   metadata: Record<string, unknown>;
-  /** The job's trace context (#21); null: the database starts a new trace (new_traceparent()). */
+  /** The job's trace context; null: the database starts a new trace (new_traceparent()). */
   traceparent?: string | null;
   tracestate?: string | null;
 }
@@ -82,8 +82,8 @@ export interface NewJob {
  *
  * Only what the database decides comes back over the wire (the due, expiry and creation times as epoch
  * milliseconds, and the stored trace context, the caller's or the one the column default started); the rest of each row is the caller's own input,
- * put together here (#18: RETURNING * made the client parse 33 columns a row, most of them just sent, and
- * was two thirds of a bulk insert's client CPU). The test beside this file holds the composed rows equal to
+ * put together here (RETURNING * would make the client parse 33 columns a row, most of them just sent: two
+ * thirds of a bulk insert's client CPU). The test beside this file holds the composed rows equal to
  * the stored ones, so a new column or default cannot drift unseen.
  */
 export async function insertJobs(

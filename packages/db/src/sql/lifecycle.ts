@@ -1,4 +1,4 @@
-// Data lifecycle (issue #10): finished work leaves the hot tables, history is dropped by partition, and
+// Data lifecycle: finished work leaves the hot tables, history is dropped by partition, and
 // what is left to prune is pruned in bounded batches. The scheduler's maintenance loop runs these, each
 // inside a fenced transaction like every other scheduler write (see docs/architecture.md, "Data lifecycle").
 import type { JobRow } from "./jobs.js";
@@ -11,7 +11,7 @@ export const JOBS_ALL = "history.jobs_all";
 export const ATTEMPTS_ALL = "history.attempts_all";
 
 const NOT_HELD_BY_A_REPLAY = `NOT EXISTS (SELECT 1 FROM dlq_replay_items i WHERE i.job_id = j.id AND i.outcome IS NULL)`;
-/** Counted by the shard's per-minute rollup (#20, sql/rollups.ts) already; `shard` is the SQL naming the shard. */
+/** Counted by the shard's per-minute rollup (sql/rollups.ts) already; `shard` is the SQL naming the shard. */
 const ROLLED_UP = (shard: string) => `j.finished_at < (SELECT w.through FROM rollup_watermarks w WHERE w.shard = ${shard})`;
 
 /**
@@ -45,7 +45,7 @@ export async function lockArchivableJobs(db: Queryable, shard: number, graceMs: 
  * Which of these shards have finished jobs to move to history (a superset of what lockArchivableJobs
  * takes: a job a replay still watches counts here; one the rollup has not counted yet does not), and which
  * leases are stale. Read-only, one statement
- * for all shards (#18: a fenced transaction per shard and round found nothing on almost every one).
+ * for all shards (a fenced transaction per shard and round would find nothing on almost every one).
  */
 export function shardsToArchive(db: Queryable, holder: string, leases: readonly ShardProbe[], graceMs: number): Promise<ProbeResult> {
   return probeShards(
@@ -121,7 +121,7 @@ export async function moveJobsToHistory(db: Queryable, jobIds: string[]): Promis
      ), moved_attempts AS (
        DELETE FROM attempts a USING moved m WHERE a.job_id = m.id RETURNING a.*, m.finished_at AS job_finished_at
      ), kept_attempts AS (
-       -- By name: history.attempts has job_finished_at before the columns added to attempts since (#18).
+       -- By name: history.attempts has job_finished_at before some of attempts' columns (message_id).
        INSERT INTO history.attempts (id, job_id, tenant_id, number, fencing_token, job_version, shard_epoch, status, worker_id,
               lease_expires_at, heartbeat_at, dispatched_at, started_at, finished_at, outcome, http_status, error, duration_ms,
               late_completions, job_finished_at, message_id)

@@ -1,6 +1,6 @@
 /**
  * The live (scheduled, dispatched, running) jobs of the tenant whose id is the parameter `tenantParam`,
- * as a WHERE condition on `jobs` (#18): led by the tenant's shard and the statuses, so it is three ranges
+ * as a WHERE condition on `jobs`: led by the tenant's shard and the statuses, so it is three ranges
  * of jobs_live_idx (shard, status, tenant_id, queue_id). `jobs.shard` is the tenant's, copied at creation
  * and never changed, which is what makes the shard a safe lead.
  */

@@ -3,7 +3,7 @@ import type { NodeStatus } from "./shard-leases.js";
 
 /**
  * Records that this worker is alive until now() + ttl (database time), with its status, for the operator
- * status page (#21). Rows of workers gone for an hour (a crash leaves its row) are pruned by the same
+ * status page. Rows of workers gone for an hour (a crash leaves its row) are pruned by the same
  * statement, so the table stays as small as the fleet.
  */
 export async function heartbeatWorkerNode(db: Queryable, id: string, region: string, ttlMs: number, status: NodeStatus): Promise<void> {

@@ -1,4 +1,4 @@
-// Live figures of a tenant's queues (#20), for GET /queues and the console's queue page.
+// Live figures of a tenant's queues, for GET /queues and the console's queue page.
 import { liveJobsOfTenant } from "./live-jobs.js";
 import type { Queryable } from "./types.js";
 

@@ -22,7 +22,7 @@ export interface ExpiredLease {
  * absorbs a heartbeat that is merely late (S13): the worker may still be alive (S7), which is why the
  * job's next attempt gets a higher fencing token and the old one's completion will be refused.
  * Found from the job side, as every reaper read is: the shard's running jobs (jobs_live_idx) and their
- * current attempts. Attempts have no index on status (#18: their updates stay HOT).
+ * current attempts. Attempts have no index on status (so their updates stay HOT).
  */
 export async function lockExpiredLeases(db: Queryable, shard: number, marginMs: number, limit: number): Promise<ExpiredLease[]> {
   const { rows } = await db.query<ExpiredLease>(
@@ -148,8 +148,8 @@ export async function republishStrandedAttempts(db: Queryable, shard: number, ti
  * Which of these shards the reaper has anything to do on: a running attempt whose lease ended more than
  * `marginMs` ago, a pending attempt dispatched more than `unstartedAfterMs` ago (the broker check and the
  * stranded re-publish both start there), or a job past its expiry deadline; and which leases are stale.
- * Read-only and unfenced, one statement for all shards (#18: a fenced transaction per shard and round,
- * with nothing to do on almost every one, cost as much as a dispatch round); a shard it misses by a race
+ * Read-only and unfenced, one statement for all shards (a fenced transaction per shard and round,
+ * with nothing to do on almost every one, costs as much as a dispatch round); a shard it misses by a race
  * is seen next round, and the fenced pass decides everything again.
  */
 export function shardsToReap(db: Queryable, holder: string, leases: readonly ShardProbe[], args: { marginMs: number; unstartedAfterMs: number }): Promise<ProbeResult> {

@@ -1,4 +1,4 @@
-// Per-minute rollups for the console's overview charts (#20). The scheduler's maintenance loop writes them
+// Per-minute rollups for the console's overview charts. The scheduler's maintenance loop writes them
 // as it works: every finished job counted once into job_minute_stats (by the holder of its shard, behind the
 // shard's rollup watermark), and each queue's live figures sampled once a minute into queue_minute_gauges.
 // GET /api/v1/stats reads them, so a page view costs the window's rollup rows, never a scan of job history.

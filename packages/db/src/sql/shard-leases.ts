@@ -78,7 +78,7 @@ export async function releaseShards(db: Queryable, holder: string, held: { shard
   return rowCount ?? 0;
 }
 
-/** What a process says about itself in its heartbeat, for the operator status page (#21). */
+/** What a process says about itself in its heartbeat, for the operator status page. */
 export interface NodeStatus {
   /** The app's package version. */
   version: string;

@@ -21,9 +21,9 @@ export const EVENT_FOR_STATUS: Record<string, WebhookEventType | undefined> = {
  * them: each delivery keeps its job's trace). Idempotent per (job, event, url). Uses no parameters.
  */
 export function jobWebhookCtes(source: string): string {
-  // Each CTE reads the one before it and nothing joins back (#18): `destinations` carries every column the
+  // Each CTE reads the one before it and nothing joins back: `destinations` carries every column the
   // delivery needs, and the outbox row takes the shard from the job by its key. Joining the deliveries back
-  // to `finished` made the planner (which sees one row in a CTE) re-run the endpoint lookup of every
+  // to `finished` makes the planner (which sees one row in a CTE) re-run the endpoint lookup of every
   // finished job once per finished job: 2,500 index probes, 14 ms, for a batch of 50 completions.
   return `finished AS (
        SELECT j.id, j.tenant_id, j.queue_id, j.status, j.idempotency_key, j.attempt_count, j.result, j.last_error, j.metadata,
@@ -82,7 +82,7 @@ export interface DeliveryToSend {
   status: string;
   attempts: number;
   secrets: string[];
-  /** The job's trace context (#21), null for a test delivery or one created before traces: each try is a child span. */
+  /** The job's trace context, null for a test delivery or one created before traces: each try is a child span. */
   traceparent: string | null;
   tracestate: string | null;
 }
@@ -159,7 +159,7 @@ export async function listSigningSecrets(db: Queryable, tenantId: string): Promi
 }
 
 // ---------------------------------------------------------------------------------------------
-// The webhooks API (issue #19): endpoints, the delivery log, test deliveries and redelivery.
+// The webhooks API: endpoints, the delivery log, test deliveries and redelivery.
 
 export interface EndpointRow {
   id: string;

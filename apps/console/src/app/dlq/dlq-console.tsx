@@ -199,7 +199,7 @@ function ReplayProgress({ progress }: { progress: Replay["progress"] }) {
 
 function errorText(lastError: unknown): string {
   const e = (lastError ?? {}) as { kind?: string; status?: number | null; message?: string };
-  // The HTTP status when there was an answer; otherwise what went wrong (a refused connection, a timeout), #20.
+  // The HTTP status when there was an answer; otherwise what went wrong (a refused connection, a timeout).
   const what = e.status ? `HTTP ${e.status}` : e.message && e.message !== e.kind ? e.message : null;
   return [e.kind, what].filter(Boolean).join(" · ") || "unknown error";
 }

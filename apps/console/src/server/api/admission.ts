@@ -96,7 +96,7 @@ export function createAdmission({ redis, prefix, timeoutMs, logger, onFailOpen }
       return { granted: want, remaining: limit, retryAfterMs: 0, resetMs: 0, limit, enforced: false };
     }
     const [granted, remaining, retryAfterMs] = answer;
-    // Full again once the taken tokens have flowed back at the tenant's rate (#20: Reset was always 0).
+    // Full again once the taken tokens have flowed back at the tenant's rate: that wait is the RateLimit-Reset sent.
     const resetMs = Math.max(retryAfterMs, Math.ceil(((tenant.admissionBurst - remaining) / tenant.admissionRate) * 1000));
     return { granted, remaining, retryAfterMs, resetMs, limit, enforced: true };
   };

@@ -38,7 +38,7 @@ export async function authenticateApiKey(db: Queryable, authorization: string | 
   if (row.expires_at && row.expires_at.getTime() <= Date.now()) throw unauthorized("The API key has expired.");
   if (row.suspended_at) throw suspended();
   // Fire and forget: bookkeeping must not fail or slow the request (it writes at most once a minute, and
-  // is not even sent while the row read says the key was marked within the minute: #18, a round trip a create).
+  // is not even sent while the row read says the key was marked within the minute, which spares every create a round trip).
   if (!row.last_used_at || Date.now() - row.last_used_at.getTime() >= 60_000) sql.touchApiKey(db, row.key_id).catch(() => {});
   return {
     actor: { type: "api_key", id: row.key_id },

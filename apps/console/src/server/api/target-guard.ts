@@ -25,7 +25,7 @@ export async function assertTargetAllowed(url: string, field: string, allowed: r
   for (const address of addresses) {
     const verdict = isAddressAllowed(address, allowed);
     // "address 10.0.0.1 is in a blocked range (private)": said of the host itself when it is that address,
-    // and of what the name resolved to otherwise (#20: it read "127.0.0.1 resolves to address 127.0.0.1 is ...").
+    // and of what the name resolved to otherwise ("localhost resolves to 127.0.0.1, which is in a blocked range ...").
     if (!verdict.ok) throw refuse(checked.literalIp ? verdict.reason : `${checked.host} resolves to ${verdict.reason.replace(/^address (\S+) is in/, "$1, which is in")}`);
   }
 }

@@ -8,7 +8,7 @@ export interface ActorRef {
 const refKey = (r: ActorRef) => `${r.type}:${r.id ?? ""}`;
 
 /**
- * Who did it, as a person reads it (issue #19): a user's or platform operator's email, an API key's name
+ * Who did it, as a person reads it: a user's or platform operator's email, an API key's name
  * and prefix, `system`. One query for a whole page of actors; a key is looked up in this tenant only. An
  * actor that is gone keeps a readable name ("deleted user", "deleted API key").
  */

@@ -22,7 +22,7 @@ async function withBreakers(deps: Deps, tenantId: string, rows: sql.DependencyRo
   });
 }
 
-/** The dependencies the tenant's live jobs call and the ones it paused, with breaker state and counts (#20, S11). */
+/** The dependencies the tenant's live jobs call and the ones it paused, with breaker state and counts (S11). */
 export async function listDependencies(deps: Deps, tenantId: string): Promise<Dependency[]> {
   return withBreakers(deps, tenantId, await sql.listDependencies(deps.pool, tenantId));
 }

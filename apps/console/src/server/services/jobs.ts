@@ -53,7 +53,7 @@ const failure = (err: unknown): CreateOutcome => {
  * Creates jobs (one, or a batch of up to 1,000) for one tenant. Per item: validation, SSRF check,
  * admission (token bucket), idempotency (same key + same body → the original job; same key + other
  * body → 422), the pending-job quota, and the insert, all in one transaction. A 201 means committed.
- * The created jobs keep `trace` (the request's trace context, #21), or a new trace each when it is null.
+ * The created jobs keep `trace` (the request's trace context), or a new trace each when it is null.
  */
 export async function createJobs(
   deps: JobServiceDeps,

@@ -7,7 +7,7 @@ import { writeAudit } from "./audit";
 import { attemptView, jobView } from "./views";
 import type { ServiceDeps } from "./service-deps";
 
-// Data lifecycle (issue #10): retention settings and the NDJSON export of finished jobs.
+// Data lifecycle: retention settings and the NDJSON export of finished jobs.
 
 const EXPORT_PAGE = 500;
 

@@ -7,7 +7,7 @@ import { writeAudit } from "./audit";
 import { queueView } from "./views";
 import type { ServiceDeps } from "./service-deps";
 
-/** The tenant's queues with their live figures (one grouped statement over its live jobs, #20). */
+/** The tenant's queues with their live figures (one grouped statement over its live jobs). */
 export async function listQueues({ prisma, pool }: ServiceDeps, tenantId: string) {
   const [queues, stats] = await Promise.all([prisma.queue.findMany({ where: { tenantId }, orderBy: { name: "asc" } }), sql.queueStats(pool, tenantId)]);
   const byQueue = new Map(stats.map((s) => [s.queue_id, s]));

@@ -25,9 +25,9 @@ export function scheduleView(s: ScheduleRecord) {
     misfireThresholdMs: s.misfireThresholdMs,
     paused: s.paused,
     job: s.jobTemplate as Record<string, unknown>,
-    // A paused schedule fires nothing: no next fire time to show (#20). Resumed, it gets one again.
+    // A paused schedule fires nothing: no next fire time to show. Resumed, it gets one again.
     nextFireAt: s.paused ? null : (s.nextFireAt?.toISOString() ?? null),
-    // The latest occurrence that became a job; never the materialiser's cursor (a new schedule has none, #20).
+    // The latest occurrence that became a job; never the materialiser's cursor (a new schedule has none).
     lastFireAt: s.lastOccurrenceAt?.toISOString() ?? null,
     version: s.version,
     createdAt: s.createdAt.toISOString(),
@@ -42,7 +42,7 @@ const wallTime = (at: Date, offsetMinutes: number) => new Date(at.getTime() + of
 
 /**
  * `local` with `offset` gives `at` (the wall clock when it fires); `nominal` is the local time the rule
- * matched, which differs only where the DST policy moved the occurrence (a gap shifted forward, #20).
+ * matched, which differs only where the DST policy moved the occurrence (a gap shifted forward).
  */
 export const occurrenceView = (o: Occurrence) => ({
   at: o.at.toISOString(),

@@ -9,7 +9,7 @@ type Deps = Pick<ServiceDeps, "pool">;
 const TOP_DEPENDENCIES = 5;
 
 /**
- * The overview's time series (#20) for one tenant and window, from the scheduler's per-minute rollups: three
+ * The overview's time series for one tenant and window, from the scheduler's per-minute rollups: three
  * reads of the window's rollup rows (jobs, queue gauges, dependencies) and one of its breaker openings, never of job history, so a page view
  * costs the same however many jobs the tenant ran. Bins are aligned to their size on the database clock;
  * the last one holds now, and every bin is present.
