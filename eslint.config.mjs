@@ -30,7 +30,7 @@ export default defineConfig(
     languageOptions: {
       globals: globals.node,
       parserOptions: {
-        project: ["./tsconfig.eslint.json", "./apps/*/tsconfig.eslint.json", "./packages/*/tsconfig.eslint.json", "./e2e/tsconfig.json"],
+        project: ["./tsconfig.eslint.json", "./apps/*/tsconfig.eslint.json", "./packages/*/tsconfig.eslint.json", "./tooling/*/tsconfig.eslint.json", "./e2e/tsconfig.json"],
         tsconfigRootDir: import.meta.dirname,
       },
     },
@@ -77,8 +77,8 @@ export default defineConfig(
   // main, so its server/env.ts says so at the line). Tests, the benchmark, the fault-injection suite and the
   // scripts are tools around the product and read their own variables.
   {
-    files: ["apps/*/src/**/*.{ts,tsx}", "packages/*/src/**/*.ts"],
-    ignores: ["apps/*/src/main.ts", "**/*.test.ts", "packages/bench/**", "packages/chaos/**", "packages/testing/**"],
+    files: ["apps/*/src/**/*.{ts,tsx}", "packages/*/src/**/*.ts", "tooling/*/src/**/*.ts"],
+    ignores: ["apps/*/src/main.ts", "**/*.test.ts", "tooling/bench/**", "tooling/chaos/**", "packages/testing/**"],
     rules: {
       "no-restricted-properties": [
         "error",

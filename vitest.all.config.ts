@@ -4,6 +4,6 @@ import { defineConfig } from "vitest/config";
 // (npm test calls this after the build).
 export default defineConfig({
   test: {
-    projects: ["packages/*", "apps/*", "scripts"],
+    projects: ["packages/*", "apps/*", "tooling/*", "scripts"],
   },
 });

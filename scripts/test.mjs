@@ -4,10 +4,10 @@
 //   2. lint (`npm run lint`, counted as one test; its type-aware rules read the build's types), then
 //      unit and integration tests: one vitest run over all workspaces (each test makes its own
 //      database from a migrated template and its own Redis key prefix)
-//   3. the fault-injection suite's short profile (packages/chaos): the real console, schedulers and
+//   3. the fault-injection suite's short profile (tooling/chaos): the real console, schedulers and
 //      workers under a mixed workload while every seed scenario's fault is injected, then the
 //      invariant checker (one test; seed TICK_CHAOS_SEED, default 1, so a failure replays)
-//      then the failover tests with a real HA stack (packages/chaos/src/failover, docs/failover.md):
+//      then the failover tests with a real HA stack (tooling/chaos/src/failover, docs/failover.md):
 //      Patroni, etcd and HAProxy (Debian packages) under the real apps; S3, the primary killed under load
 //      with synchronous and then asynchronous replication; S18, a whole region lost and back; prints RPO
 //      and RTO (one test, about 3 minutes)
@@ -122,7 +122,7 @@ async function chaos(env) {
   } catch (err) {
     return fail("fault-injection suite", err.message);
   }
-  const code = await exec(process.execPath, [path.join(ROOT, "packages/chaos/dist/main.js"), "--seed", seed, "--json", path.join(resultsDir, "chaos.json")], { env });
+  const code = await exec(process.execPath, [path.join(ROOT, "tooling/chaos/dist/main.js"), "--seed", seed, "--json", path.join(resultsDir, "chaos.json")], { env });
   byExitCode(`fault-injection suite, seed ${seed}`, code, ": its violations are printed above");
 }
 
@@ -135,7 +135,7 @@ async function failover(env) {
   } catch (err) {
     return fail("failover test", err.message);
   }
-  const code = await exec(process.execPath, [path.join(ROOT, "packages/chaos/dist/failover/main.js"), "--json", path.join(resultsDir, "failover.json")], { env });
+  const code = await exec(process.execPath, [path.join(ROOT, "tooling/chaos/dist/failover/main.js"), "--json", path.join(resultsDir, "failover.json")], { env });
   byExitCode("failover test", code);
 }
 

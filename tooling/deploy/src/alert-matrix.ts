@@ -425,7 +425,7 @@ export function alertTests(rules: AlertRule[], ruleFiles: string[]): string {
     return { name: incident.name, interval: "15s", input_series: seriesOf(incident.model), alert_rule_test: checks };
   });
   const header = [
-    "# Written by packages/deploy/src/prometheus.test.ts from alert-matrix.ts (the incidents) and alert-series.ts",
+    "# Written by tooling/deploy/src/prometheus.test.ts from alert-matrix.ts (the incidents) and alert-series.ts",
     "# (their series). Run: promtool test rules <this file>",
     "#",
     "# Per incident, the series a small deployment (2 schedulers, 4 shards, 2 workers, tenants A, B, C and",

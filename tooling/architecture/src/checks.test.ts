@@ -1,8 +1,8 @@
 // The test of the architecture test: each check, run over a few in-memory files, reports a planted
 // violation at its file and line (the line marked "violation"), and stays quiet on the allowed forms.
 import { describe, expect, it } from "vitest";
-import { INITIAL_JOB_STATE, JOB_STATES, TERMINAL_STATES, TRANSITIONS } from "../../core/src/job-state-machine.js";
-import { JOB_STATUS_WRITES } from "../../db/src/sql/job-status-writes.js";
+import { INITIAL_JOB_STATE, JOB_STATES, TERMINAL_STATES, TRANSITIONS } from "../../../packages/core/src/job-state-machine.js";
+import { JOB_STATUS_WRITES } from "../../../packages/db/src/sql/job-status-writes.js";
 import { applyAllowlist, matchesGlob } from "./allowlist.js";
 import { findDuplicatedConstants } from "./find-duplicated-constants.js";
 import { findConsoleDataPathViolations } from "./find-console-data-path.js";

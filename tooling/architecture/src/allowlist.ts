@@ -23,7 +23,7 @@ export interface AllowlistEntry {
 // Test code: unit and integration tests, their harnesses and helpers, and the end-to-end suite.
 const TESTS = ["**/*.test.ts", "**/*.test.tsx", "apps/*/test/**", "e2e/**", "packages/testing/**", "packages/db/src/testing.ts"];
 // Tools that are not the product: the fault-injection suite and the benchmark.
-const TOOLS = ["packages/chaos/**", "packages/bench/**"];
+const TOOLS = ["tooling/chaos/**", "tooling/bench/**"];
 // npm start / npm test: the launcher that finds or starts Postgres and Redis and builds each app's environment.
 const SCRIPTS = ["scripts/**"];
 
@@ -49,7 +49,7 @@ export const ALLOWLIST: readonly AllowlistEntry[] = [
 
   { check: API_ROUTES, files: ["apps/console/src/app/api/v1/openapi.json/route.ts"], line: "export function GET", reason: "serves the OpenAPI document generated from the contract; it is not an operation of the contract" },
 
-  { check: DUPLICATED_CONSTANTS, files: ["packages/chaos/src/cluster.ts"], line: "export const SHARDS", reason: "the chaos cluster's own shard count (8), not the product's: the scheduler tests pick theirs (4)" },
+  { check: DUPLICATED_CONSTANTS, files: ["tooling/chaos/src/cluster.ts"], line: "export const SHARDS", reason: "the chaos cluster's own shard count (8), not the product's: the scheduler tests pick theirs (4)" },
   { check: DUPLICATED_CONSTANTS, files: TESTS, reason: "tests spell out expected values (a list of states a job may be in) instead of importing what they check" },
 ];
 

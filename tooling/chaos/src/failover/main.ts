@@ -7,7 +7,7 @@ import { findHaBinaries, stopAllStacks } from "./ha-stack.js";
 import { runPostgresFailover, type FailoverRun } from "./postgres-failover.js";
 import { runRegionFailover, type RegionFailoverReport } from "./region-failover.js";
 
-// node packages/chaos/dist/failover/main.js [--seed N] [--json file] [--scenario s3|s18|all]
+// node tooling/chaos/dist/failover/main.js [--seed N] [--json file] [--scenario s3|s18|all]
 // The failover tests with a real HA stack (docs/failover.md): S3, the Postgres primary's loss under
 // Patroni, with synchronous then asynchronous replication; S18, a whole region lost and back. Prints RPO
 // and RTO; exits 1 on a broken invariant.

@@ -4,8 +4,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 // Read from source, not from a build: the test checks the tree as it is.
-import { INITIAL_JOB_STATE, JOB_STATES, TERMINAL_STATES, TRANSITIONS } from "../../core/src/job-state-machine.js";
-import { JOB_STATUS_WRITES } from "../../db/src/sql/job-status-writes.js";
+import { INITIAL_JOB_STATE, JOB_STATES, TERMINAL_STATES, TRANSITIONS } from "../../../packages/core/src/job-state-machine.js";
+import { JOB_STATUS_WRITES } from "../../../packages/db/src/sql/job-status-writes.js";
 import { applyAllowlist, formatFinding } from "./allowlist.js";
 import { checkArchitecture } from "./check-architecture.js";
 import { readSourceTree } from "./source-tree.js";
