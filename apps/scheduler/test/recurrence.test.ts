@@ -11,13 +11,13 @@ afterEach(async () => w?.close());
 async function createSchedule(
   w: World,
   tenant: { id: string; queueId: string; shard: number },
-  options: { cron: string; misfire?: string; maxCatchUp?: number; thresholdMs?: number; lastFireSql?: string; timezone?: string; template?: Record<string, unknown> },
+  options: { cron: string; misfire?: string; maxCatchUp?: number; thresholdMs?: number; materializedThroughSql?: string; timezone?: string; template?: Record<string, unknown> },
 ): Promise<string> {
   const { rows } = await w.pool.query<{ id: string }>(
     `INSERT INTO schedules (id, tenant_id, queue_id, shard, name, cron, timezone, misfire_policy, max_catch_up, misfire_threshold_ms,
-                            job_template, next_fire_at, last_fire_at, updated_at)
+                            job_template, next_fire_at, materialized_through, updated_at)
      VALUES (gen_random_uuid(), $1, $2, $3, gen_random_uuid()::text, $4, $5, $6::misfire_policy, $7, $8, $9, now() - interval '1 second',
-             ${options.lastFireSql ?? "NULL"}, now())
+             ${options.materializedThroughSql ?? "NULL"}, now())
      RETURNING id`,
     [tenant.id, tenant.queueId, tenant.shard, options.cron, options.timezone ?? "UTC", options.misfire ?? "skip", options.maxCatchUp ?? 10, options.thresholdMs ?? 1_000, options.template ?? { target: { url: "https://93.184.216.34/tick" } }],
   );
@@ -51,9 +51,9 @@ describe("schedule materialisation", () => {
   it("after downtime spanning six hourly occurrences, each misfire policy produces exactly the runs it promises", async () => {
     const t = await w.createTenant();
     const since = "date_trunc('hour', now()) - interval '5 hours 30 minutes'";
-    const skip = await createSchedule(w, t, { cron: "0 * * * *", misfire: "skip", lastFireSql: since });
-    const latest = await createSchedule(w, t, { cron: "0 * * * *", misfire: "run_latest", lastFireSql: since });
-    const catchUp = await createSchedule(w, t, { cron: "0 * * * *", misfire: "catch_up", maxCatchUp: 2, lastFireSql: since });
+    const skip = await createSchedule(w, t, { cron: "0 * * * *", misfire: "skip", materializedThroughSql: since });
+    const latest = await createSchedule(w, t, { cron: "0 * * * *", misfire: "run_latest", materializedThroughSql: since });
+    const catchUp = await createSchedule(w, t, { cron: "0 * * * *", misfire: "catch_up", maxCatchUp: 2, materializedThroughSql: since });
     const s = w.startScheduler("s");
     await s.init();
     await s.leaseTick();
@@ -83,13 +83,13 @@ describe("schedule materialisation", () => {
 
   it("the same occurrence is never created twice, even when materialised again from an old position", async () => {
     const t = await w.createTenant();
-    const id = await createSchedule(w, t, { cron: "0 * * * *", misfire: "catch_up", maxCatchUp: 5, thresholdMs: 1_000, lastFireSql: "date_trunc('hour', now()) - interval '2 hours 30 minutes'" });
+    const id = await createSchedule(w, t, { cron: "0 * * * *", misfire: "catch_up", maxCatchUp: 5, thresholdMs: 1_000, materializedThroughSql: "date_trunc('hour', now()) - interval '2 hours 30 minutes'" });
     const s = w.startScheduler("s");
     await s.init();
     await s.leaseTick();
     await s.materializeOnce();
     // A stale copy of the schedule row (as a paused scheduler would have read it) replays the same window.
-    await w.pool.query(`UPDATE schedules SET last_fire_at = date_trunc('hour', now()) - interval '2 hours 30 minutes', next_fire_at = now() - interval '1 second' WHERE id = $1`, [id]);
+    await w.pool.query(`UPDATE schedules SET materialized_through = date_trunc('hour', now()) - interval '2 hours 30 minutes', next_fire_at = now() - interval '1 second' WHERE id = $1`, [id]);
     await s.materializeOnce();
     expect(await jobsOf(w, id)).toHaveLength(3);
   });
@@ -98,11 +98,11 @@ describe("schedule materialisation", () => {
     const t = await w.createTenant();
     const since = "date_trunc('hour', now()) - interval '30 minutes'";
     const plain = [];
-    for (let i = 0; i < 50; i++) plain.push(await createSchedule(w, t, { cron: "0 * * * *", misfire: "run_latest", lastFireSql: since }));
+    for (let i = 0; i < 50; i++) plain.push(await createSchedule(w, t, { cron: "0 * * * *", misfire: "run_latest", materializedThroughSql: since }));
     const custom = await createSchedule(w, t, {
       cron: "0 * * * *",
       misfire: "run_latest",
-      lastFireSql: since,
+      materializedThroughSql: since,
       template: {
         target: { method: "PUT", url: "https://93.184.216.34/custom", headers: { "x-a": "1" }, body: "hi", timeoutMs: 1234 },
         priority: 7,
@@ -129,7 +129,7 @@ describe("schedule materialisation", () => {
     expect(rows[50]!.metadata).toMatchObject({ team: "a", occurrence: { coalesced: 1 } });
 
     // Every schedule put back to its old position (a stale copy): the batch is replayed and creates nothing.
-    await w.pool.query(`UPDATE schedules SET last_fire_at = ${since}, next_fire_at = now() - interval '1 second'`);
+    await w.pool.query(`UPDATE schedules SET materialized_through = ${since}, next_fire_at = now() - interval '1 second'`);
     expect(await s.materializeOnce()).toBe(0);
     expect((await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs`)).rows[0]!.n).toBe(51);
     const next = await w.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM schedules WHERE next_fire_at > now()`);

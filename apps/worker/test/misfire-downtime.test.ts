@@ -17,7 +17,7 @@ interface OccurrenceJob {
 async function createSchedule(w: ProcessWorld, tenant: { id: string; queueId: string; shard: number }, misfire: string): Promise<string> {
   const { rows } = await w.pool.query<{ id: string }>(
     `INSERT INTO schedules (id, tenant_id, queue_id, shard, name, cron, timezone, misfire_policy, max_catch_up, misfire_threshold_ms,
-                            job_template, next_fire_at, last_fire_at, updated_at)
+                            job_template, next_fire_at, materialized_through, updated_at)
      VALUES (gen_random_uuid(), $1, $2, $3, $4::text, '* * * * * *', 'Europe/Paris', $4::text::misfire_policy, 2, 1000, $5, now(), now(), now())
      RETURNING id`,
     [tenant.id, tenant.queueId, tenant.shard, misfire, { target: { url: "https://93.184.216.34/tick" } }],
@@ -42,7 +42,7 @@ describe("misfire policies across a real scheduler downtime (every-second schedu
     await waitFor(async () => (await jobsOf(w, ids.skip, new Date(0))).length >= 2, { timeoutMs: 15_000, description: "on-time occurrences" });
 
     await scheduler.stop(); // clean stop: its shards are released, nothing materialises
-    const stoppedAt = (await w.pool.query<{ t: Date }>(`SELECT max(last_fire_at) AS t FROM schedules`)).rows[0]!.t;
+    const stoppedAt = (await w.pool.query<{ t: Date }>(`SELECT max(materialized_through) AS t FROM schedules`)).rows[0]!.t;
     await new Promise((r) => setTimeout(r, 6_000)); // downtime: about six occurrences per schedule
     await w.startScheduler({ SCHEDULER_RECURRENCE_LOOKAHEAD: "0ms", SCHEDULER_RECURRENCE_INTERVAL: "100ms" });
     await waitFor(async () => (await jobsOf(w, ids.skip, new Date(stoppedAt.getTime() + 5_000))).length >= 2, { timeoutMs: 20_000, description: "firing again" });

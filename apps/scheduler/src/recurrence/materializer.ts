@@ -52,7 +52,7 @@ export class Materializer {
             misfire: s.misfire_policy,
             maxCatchUp: s.max_catch_up,
             misfireThresholdMs: s.misfire_threshold_ms,
-            since: s.last_fire_at ?? new Date(s.created_at.getTime() - 1),
+            since: s.materialized_through ?? new Date(s.created_at.getTime() - 1),
             now: s.db_now,
             lookaheadMs: this.config.lookaheadMs,
           };
@@ -86,7 +86,7 @@ export class Materializer {
             if (first === undefined || r.occurrence.at.getTime() < first) due.set(s.tenant_id, r.occurrence.at.getTime());
           }
           const lastOccurrenceAt = plan.runs.reduce<Date | null>((latest, r) => (latest && latest >= r.occurrence.at ? latest : r.occurrence.at), null);
-          advances.push({ id: s.id, version: s.version, nextFireAt: plan.nextFireAt, lastFireAt: plan.through, lastOccurrenceAt });
+          advances.push({ id: s.id, version: s.version, nextFireAt: plan.nextFireAt, materializedThrough: plan.through, lastOccurrenceAt });
           if (plan.missed) {
             this.metrics.misfires.inc({ policy: s.misfire_policy }, plan.missed);
             this.logger.warn({ scheduleId: s.id, tenantId: s.tenant_id, missed: plan.missed, dropped: plan.dropped, policy: s.misfire_policy }, "schedule missed occurrences (downtime); misfire policy applied");

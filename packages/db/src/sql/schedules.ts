@@ -18,7 +18,8 @@ export interface ScheduleRow {
   misfire_threshold_ms: number;
   job_template: Record<string, unknown>;
   next_fire_at: Date | null;
-  last_fire_at: Date | null;
+  /** The materialiser's cursor: occurrences up to here are decided (created, skipped or coalesced). */
+  materialized_through: Date | null;
   paused: boolean;
   version: number;
   created_at: Date;
@@ -108,7 +109,8 @@ export interface ScheduleAdvance {
   id: string;
   version: number;
   nextFireAt: Date | null;
-  lastFireAt: Date | null;
+  /** The materialiser's new cursor: occurrences up to here are decided. */
+  materializedThrough: Date | null;
   /** The latest occurrence this round made a job of, if any. */
   lastOccurrenceAt?: Date | null;
 }
@@ -120,12 +122,12 @@ export interface ScheduleAdvance {
 export async function advanceSchedules(db: Queryable, advances: ScheduleAdvance[]): Promise<Set<string>> {
   if (advances.length === 0) return new Set();
   const { rows } = await db.query<{ id: string }>(
-    `UPDATE schedules s SET next_fire_at = x.next_fire_at, last_fire_at = coalesce(x.last_fire_at, s.last_fire_at),
+    `UPDATE schedules s SET next_fire_at = x.next_fire_at, materialized_through = coalesce(x.materialized_through, s.materialized_through),
             last_occurrence_at = greatest(s.last_occurrence_at, x.last_occurrence_at), version = s.version + 1, updated_at = now()
-       FROM unnest($1::uuid[], $2::int[], $3::timestamptz[], $4::timestamptz[], $5::timestamptz[]) AS x(id, version, next_fire_at, last_fire_at, last_occurrence_at)
+       FROM unnest($1::uuid[], $2::int[], $3::timestamptz[], $4::timestamptz[], $5::timestamptz[]) AS x(id, version, next_fire_at, materialized_through, last_occurrence_at)
       WHERE s.id = x.id AND s.version = x.version
       RETURNING s.id`,
-    [advances.map((a) => a.id), advances.map((a) => a.version), advances.map((a) => a.nextFireAt), advances.map((a) => a.lastFireAt), advances.map((a) => a.lastOccurrenceAt ?? null)],
+    [advances.map((a) => a.id), advances.map((a) => a.version), advances.map((a) => a.nextFireAt), advances.map((a) => a.materializedThrough), advances.map((a) => a.lastOccurrenceAt ?? null)],
   );
   return new Set(rows.map((r) => r.id));
 }

@@ -68,9 +68,10 @@ async function checkTemplate(job: { target: { url: string }; callbackUrl?: strin
 
 const first = (rule: RecurrenceRule, after: Date) => nextOccurrences(rule, after, 1)[0]?.at ?? null;
 
-// createSchedule and changeSchedule read the database clock (`pool`): a schedule's first fire time and its
-// "fired through" mark are compared with due times the scheduler reads from the database, so the console
-// host's own clock must not set them (S13).
+// createSchedule and changeSchedule read the database clock (`pool`): a schedule's first fire time and the
+// materialiser's cursor (materializedThrough: occurrences up to it are decided, none before it will run) are
+// compared with due times the scheduler reads from the database, so the console host's own clock must not
+// set them (S13).
 
 export async function createSchedule({ pool, prisma, allowedCidrs: allowed }: ServiceDeps, principal: ApiPrincipal, input: z.output<typeof createScheduleSchema>) {
   checkRule(input);
@@ -101,7 +102,7 @@ export async function createSchedule({ pool, prisma, allowedCidrs: allowed }: Se
         // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- false positive: tsc rejects this value for Prisma's Json input type without the cast
         jobTemplate: { ...input.job, dependencyKey: dependencyOf(input.job.target.url, input.job.dependencyKey) } as object,
         nextFireAt: first(rule, now),
-        lastFireAt: now,
+        materializedThrough: now,
       },
       include: { queue: { select: { name: true } } },
     });
@@ -166,7 +167,7 @@ export async function changeSchedule(
         // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- false positive: tsc rejects this value for Prisma's Json input type without the cast
         ...(job ? { jobTemplate: { ...job, dependencyKey: dependencyOf(job.target.url, job.dependencyKey) } as object } : {}),
         nextFireAt: first(merged, now),
-        lastFireAt: now,
+        materializedThrough: now,
         version: { increment: 1 },
       },
     });
