@@ -11,7 +11,10 @@ import { startStoreProbe } from "./store-probe.js";
 import { appStores, type Pingable } from "./stores.js";
 import { createTracing, tracingConfig, type Tracing, type TracingEnv } from "./tracing.js";
 
-/** What a long-running service is built from: its stores and process plumbing (and, per app, a config). */
+/**
+ * What a long-running service process (the scheduler, the worker; both started by runService) is built from:
+ * its stores and process plumbing (and, per app, a config).
+ */
 export interface ServiceDeps<P> {
   pool: P;
   /** BullMQ connection (maxRetriesPerRequest: null). */

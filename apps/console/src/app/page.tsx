@@ -1,7 +1,7 @@
 import { requireConsoleUser, TenantPage } from "@/components/console-page";
 import { OverviewCharts } from "@/components/overview-charts";
 import { StatusBars } from "@/components/status-bars";
-import { getServiceDeps } from "@/server/api/deps";
+import { getTenantServiceDeps } from "@/server/api/deps";
 import { getTenantOverview } from "@/server/services/overview";
 
 export const dynamic = "force-dynamic";
@@ -11,7 +11,7 @@ export default async function DashboardPage() {
 }
 
 async function TenantDashboard({ tenantId }: { tenantId: string }) {
-  const overview = await getTenantOverview(getServiceDeps(), tenantId);
+  const overview = await getTenantOverview(getTenantServiceDeps(), tenantId);
   return (
     <div className="space-y-6">
     <OverviewCharts key={tenantId} />

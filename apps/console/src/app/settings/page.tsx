@@ -1,6 +1,6 @@
 import { hasScope, ROLE_SCOPES } from "@tick/contract";
 import { requireConsoleUser, TenantPage } from "@/components/console-page";
-import { getServiceDeps } from "@/server/api/deps";
+import { getTenantServiceDeps } from "@/server/api/deps";
 import { getTenantLimits } from "@/server/services/overview";
 import { SettingsConsole } from "./settings-console";
 
@@ -21,7 +21,7 @@ export default async function SettingsPage() {
 }
 
 async function TenantLimits({ tenantId }: { tenantId: string }) {
-  const t = await getTenantLimits(getServiceDeps(), tenantId);
+  const t = await getTenantLimits(getTenantServiceDeps(), tenantId);
   const limits = [
     { label: "Weight (share of dispatch capacity)", value: String(t.weight) },
     { label: "Admission rate", value: `${t.admissionRate} jobs/s, bursts of ${t.admissionBurst.toLocaleString("en")}` },

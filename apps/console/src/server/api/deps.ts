@@ -9,7 +9,7 @@ import type { AccountDeps } from "../services/accounts";
 import type { InvitationMailer, MemberDeps } from "../services/members";
 import type { WebhookDeps } from "../services/webhooks";
 import type { OperatorDeps } from "../services/operators";
-import type { ServiceDeps } from "../services/service-deps";
+import type { TenantServiceDeps } from "../services/tenant-service-deps";
 import type { PlatformStatusDeps } from "../services/platform-status";
 import type { SessionDeps } from "../services/sessions";
 import { createInvitationMailer, createMailer, type Mailer } from "../mailer";
@@ -114,17 +114,17 @@ export function getWebhookDeps(): WebhookDeps {
   return { pool: getContext().pool, allowedCidrs: getEnv().TICK_SSRF_ALLOWED_CIDRS };
 }
 
-let serviceDeps: ServiceDeps | undefined;
+let tenantServiceDeps: TenantServiceDeps | undefined;
 
-/** The tenant services' one deps object (services/service-deps.ts), wired once from config. */
-export function getServiceDeps(): ServiceDeps {
-  if (!serviceDeps) {
+/** The tenant services' one deps object (services/tenant-service-deps.ts), wired once from config. */
+export function getTenantServiceDeps(): TenantServiceDeps {
+  if (!tenantServiceDeps) {
     const env = getEnv();
     const { prisma, pool, redis, logger } = getContext();
     // Breaker state is shown, never decided on here: a Redis that does not answer leaves it unknown (null).
     const breakers = createBreakers({ redis, prefix: env.TICK_REDIS_PREFIX });
     const ask = failOpenRedis(logger, env.API_RATE_LIMIT_TIMEOUT, "breaker state");
-    serviceDeps = {
+    tenantServiceDeps = {
       prisma,
       pool,
       logger,
@@ -133,7 +133,7 @@ export function getServiceDeps(): ServiceDeps {
       readBreakers: (tenantId, keys) => ask(breakers.inspect(tenantId, keys)),
     };
   }
-  return serviceDeps;
+  return tenantServiceDeps;
 }
 
 let platformStatusDeps: PlatformStatusDeps | undefined;

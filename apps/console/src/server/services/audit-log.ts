@@ -1,6 +1,6 @@
 import { invalidCursor } from "../api/keyset-cursor";
 import { actorNames } from "./actor-names";
-import type { ServiceDeps } from "./service-deps";
+import type { TenantServiceDeps } from "./tenant-service-deps";
 
 export interface AuditFilter {
   action?: string;
@@ -15,7 +15,7 @@ export interface AuditFilter {
 }
 
 /** One tenant's audit entries, newest first, keyset-paginated on the entry id. */
-export async function listAuditLog({ prisma, pool }: ServiceDeps, tenantId: string, f: AuditFilter) {
+export async function listAuditLog({ prisma, pool }: TenantServiceDeps, tenantId: string, f: AuditFilter) {
   let before: bigint | undefined;
   if (f.cursor) {
     if (!/^\d{1,19}$/.test(f.cursor)) throw invalidCursor();

@@ -2,9 +2,9 @@ import type { Dependency } from "@tick/contract";
 import { inTransaction, sql } from "@tick/db";
 import { auditActor, type ApiPrincipal } from "../api/authenticate";
 import { writeAudit } from "./audit";
-import type { ServiceDeps } from "./service-deps";
+import type { TenantServiceDeps } from "./tenant-service-deps";
 
-type Deps = Pick<ServiceDeps, "pool" | "readBreakers">;
+type Deps = Pick<TenantServiceDeps, "pool" | "readBreakers">;
 
 async function withBreakers(deps: Deps, tenantId: string, rows: sql.DependencyRow[]): Promise<Dependency[]> {
   const breakers = await deps.readBreakers(tenantId, rows.map((r) => r.key));

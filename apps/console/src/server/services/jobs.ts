@@ -11,7 +11,7 @@ import { assertTargetAllowed } from "../api/target-guard";
 import { fetchKeysetPage } from "../api/keyset-cursor";
 import { mapDatabaseLoss } from "../problem";
 import { jobView } from "./views";
-import type { ServiceDeps } from "./service-deps";
+import type { TenantServiceDeps } from "./tenant-service-deps";
 
 export interface JobServiceDeps {
   pool: pg.Pool;
@@ -227,7 +227,7 @@ async function resolveInTransaction(
 }
 
 /** A page of the tenant's jobs, newest first, with the listing's filters (GET /jobs). */
-export async function listJobs({ pool }: Pick<ServiceDeps, "pool">, tenantId: string, query: z.output<typeof listJobsQuerySchema>) {
+export async function listJobs({ pool }: Pick<TenantServiceDeps, "pool">, tenantId: string, query: z.output<typeof listJobsQuerySchema>) {
   const { page, nextCursor } = await fetchKeysetPage(
     query,
     (window) =>
@@ -246,7 +246,7 @@ export async function listJobs({ pool }: Pick<ServiceDeps, "pool">, tenantId: st
   return { data: page.map((r) => jobView(r)), nextCursor };
 }
 
-export async function getJobWithAttempts({ pool }: Pick<ServiceDeps, "pool">, tenantId: string, jobId: string) {
+export async function getJobWithAttempts({ pool }: Pick<TenantServiceDeps, "pool">, tenantId: string, jobId: string) {
   const row = await sql.findJob(pool, tenantId, jobId);
   if (!row) throw new AppError("not_found", "No such job.");
   const attempts = await sql.listAttempts(pool, tenantId, jobId);
@@ -282,7 +282,7 @@ const cancelled = (row: sql.JobRow, repeated: boolean): CancelResult => ({
  * - 409 when the job had finished otherwise.
  * The change, its job.cancelled webhook and its audit row commit together.
  */
-export async function cancelJob({ pool }: Pick<ServiceDeps, "pool">, principal: ApiPrincipal, jobId: string): Promise<CancelResult> {
+export async function cancelJob({ pool }: Pick<TenantServiceDeps, "pool">, principal: ApiPrincipal, jobId: string): Promise<CancelResult> {
   const tenantId = principal.tenant.id;
   const audit = (client: pg.PoolClient, action: string, row: sql.JobRow) =>
     sql.insertAudit(client, { ...auditActor(principal), action, targetType: "job", targetId: row.id, details: { attemptsStarted: row.attempt_count } });

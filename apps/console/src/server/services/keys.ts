@@ -5,9 +5,9 @@ import { generateApiKey, prismaTransaction } from "@tick/db";
 import { auditActor, type ApiPrincipal } from "../api/authenticate";
 import { writeAudit } from "./audit";
 import { apiKeyView } from "./views";
-import type { ServiceDeps } from "./service-deps";
+import type { TenantServiceDeps } from "./tenant-service-deps";
 
-export async function listApiKeys({ prisma }: ServiceDeps, tenantId: string) {
+export async function listApiKeys({ prisma }: TenantServiceDeps, tenantId: string) {
   const keys = await prisma.apiKey.findMany({ where: { tenantId }, orderBy: { createdAt: "desc" } });
   return keys.map(apiKeyView);
 }
@@ -16,7 +16,7 @@ export async function listApiKeys({ prisma }: ServiceDeps, tenantId: string) {
  * A key can grant only scopes its creator holds, so keys:write cannot mint an admin key, and it takes its
  * creator's role (a person's, or the creating key's), so a key an admin made can never act as an owner.
  */
-export async function createApiKey({ prisma }: ServiceDeps, principal: ApiPrincipal, input: z.output<typeof createApiKeySchema>) {
+export async function createApiKey({ prisma }: TenantServiceDeps, principal: ApiPrincipal, input: z.output<typeof createApiKeySchema>) {
   const missing = input.scopes.filter((s) => !hasScope(principal.scopes, s));
   if (missing.length) throw new AppError("forbidden", `A key cannot grant scopes it does not hold: ${missing.join(", ")}.`);
   if (input.expiresAt && Date.parse(input.expiresAt) <= Date.now()) {
@@ -48,7 +48,7 @@ export async function createApiKey({ prisma }: ServiceDeps, principal: ApiPrinci
   return { key, apiKey: apiKeyView(created) };
 }
 
-export async function revokeApiKey({ prisma }: ServiceDeps, principal: ApiPrincipal, id: string) {
+export async function revokeApiKey({ prisma }: TenantServiceDeps, principal: ApiPrincipal, id: string) {
   return prismaTransaction(prisma, async (tx) => {
     const current = await tx.apiKey.findFirst({ where: { id, tenantId: principal.tenant.id } });
     if (!current) throw new AppError("not_found", "No such API key.");

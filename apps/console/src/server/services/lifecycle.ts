@@ -5,7 +5,7 @@ import { inTransaction, sql, type Queryable } from "@tick/db";
 import { auditActor, type ApiPrincipal } from "../api/authenticate";
 import { writeAudit } from "./audit";
 import { attemptView, jobView } from "./views";
-import type { ServiceDeps } from "./service-deps";
+import type { TenantServiceDeps } from "./tenant-service-deps";
 
 // Data lifecycle: retention settings and the NDJSON export of finished jobs.
 
@@ -29,7 +29,7 @@ export async function getSettings({ pool: db, retentionMaxDays }: { pool: Querya
 
 /** Changes retention and export settings within the deployment's ceiling; audited with before and after. */
 export async function updateSettings(
-  { pool, retentionMaxDays }: ServiceDeps,
+  { pool, retentionMaxDays }: TenantServiceDeps,
   principal: ApiPrincipal,
   input: z.output<typeof updateTenantSettingsSchema>,
 ) {
@@ -62,7 +62,7 @@ export async function updateSettings(
  * mark, and an audit row), so a stream cut off halfway counts for nothing.
  */
 export async function exportFinishedJobs(
-  { pool, logger }: ServiceDeps,
+  { pool, logger }: TenantServiceDeps,
   principal: ApiPrincipal,
   query: z.output<typeof exportJobsQuerySchema>,
   { mark }: { mark: boolean },
@@ -108,7 +108,7 @@ export async function exportFinishedJobs(
 }
 
 /** A complete export's mark and its audit row, committed together. */
-function markExported(pool: ServiceDeps["pool"], principal: ApiPrincipal, from: Date | null, to: Date, count: number): Promise<Date | null> {
+function markExported(pool: TenantServiceDeps["pool"], principal: ApiPrincipal, from: Date | null, to: Date, count: number): Promise<Date | null> {
   const tenantId = principal.tenant.id;
   return inTransaction(pool, async (client) => {
     const through = await sql.recordCompleteExport(client, tenantId, from, to);

@@ -1,6 +1,6 @@
 import { JOB_STATES, type JobState } from "@tick/core";
 import { sql } from "@tick/db";
-import type { ServiceDeps } from "./service-deps";
+import type { TenantServiceDeps } from "./tenant-service-deps";
 
 export interface TenantOverview {
   jobsByStatus: Record<JobState, number>;
@@ -12,7 +12,7 @@ export interface TenantOverview {
 }
 
 /** Counts for one tenant's dashboard; every query is scoped by tenant id. */
-export async function getTenantOverview({ prisma, pool }: Pick<ServiceDeps, "prisma" | "pool">, tenantId: string): Promise<TenantOverview> {
+export async function getTenantOverview({ prisma, pool }: Pick<TenantServiceDeps, "prisma" | "pool">, tenantId: string): Promise<TenantOverview> {
   const [groups, queues, schedules, apiKeys, lifecycle] = await Promise.all([
     sql.countJobsByStatus(pool, tenantId, 24),
     prisma.queue.findMany({ where: { tenantId }, select: { name: true, paused: true }, orderBy: { name: "asc" } }),
@@ -26,7 +26,7 @@ export async function getTenantOverview({ prisma, pool }: Pick<ServiceDeps, "pri
 }
 
 /** The limits a platform operator set on the tenant, as its Settings page shows them (read only there). */
-export async function getTenantLimits({ prisma }: Pick<ServiceDeps, "prisma">, tenantId: string) {
+export async function getTenantLimits({ prisma }: Pick<TenantServiceDeps, "prisma">, tenantId: string) {
   return prisma.tenant.findUniqueOrThrow({
     where: { id: tenantId },
     select: { weight: true, admissionRate: true, admissionBurst: true, maxPendingJobs: true, maxInFlight: true },

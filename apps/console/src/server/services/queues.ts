@@ -5,10 +5,10 @@ import { prismaTransaction, sql } from "@tick/db";
 import { auditActor, type ApiPrincipal } from "../api/authenticate";
 import { writeAudit } from "./audit";
 import { queueView } from "./views";
-import type { ServiceDeps } from "./service-deps";
+import type { TenantServiceDeps } from "./tenant-service-deps";
 
 /** The tenant's queues with their live figures (one grouped statement over its live jobs). */
-export async function listQueues({ prisma, pool }: ServiceDeps, tenantId: string) {
+export async function listQueues({ prisma, pool }: TenantServiceDeps, tenantId: string) {
   const [queues, stats] = await Promise.all([prisma.queue.findMany({ where: { tenantId }, orderBy: { name: "asc" } }), sql.queueStats(pool, tenantId)]);
   const byQueue = new Map(stats.map((s) => [s.queue_id, s]));
   return queues.map((q) => {
@@ -20,13 +20,13 @@ export async function listQueues({ prisma, pool }: ServiceDeps, tenantId: string
   });
 }
 
-export async function getQueue({ prisma }: ServiceDeps, tenantId: string, name: string) {
+export async function getQueue({ prisma }: TenantServiceDeps, tenantId: string, name: string) {
   const queue = await prisma.queue.findUnique({ where: { tenantId_name: { tenantId, name } } });
   if (!queue) throw new AppError("not_found", `No queue named "${name}".`);
   return queueView(queue);
 }
 
-export async function createQueue({ prisma }: ServiceDeps, principal: ApiPrincipal, input: z.output<typeof createQueueSchema>) {
+export async function createQueue({ prisma }: TenantServiceDeps, principal: ApiPrincipal, input: z.output<typeof createQueueSchema>) {
   const tenantId = principal.tenant.id;
   return prismaTransaction(prisma, async (tx) => {
     const exists = await tx.queue.findUnique({ where: { tenantId_name: { tenantId, name: input.name } } });
@@ -56,7 +56,7 @@ export async function createQueue({ prisma }: ServiceDeps, principal: ApiPrincip
 type QueueChange = z.output<typeof updateQueueSchema> | { paused: boolean };
 
 /** Changes a queue with a version bump (optimistic: a concurrent change is retried on the fresh row). */
-export async function updateQueue({ prisma }: ServiceDeps, principal: ApiPrincipal, name: string, change: QueueChange, action: string) {
+export async function updateQueue({ prisma }: TenantServiceDeps, principal: ApiPrincipal, name: string, change: QueueChange, action: string) {
   const tenantId = principal.tenant.id;
   return prismaTransaction(prisma, async (tx) => {
     const current = await tx.queue.findUnique({ where: { tenantId_name: { tenantId, name } } });

@@ -8,7 +8,7 @@ import { fetchKeysetPage } from "../api/keyset-cursor";
 import { writeAudit } from "./audit";
 import { attemptView, jobView, replayView } from "./views";
 import { actorNames, parseActor } from "./actor-names";
-import type { ServiceDeps } from "./service-deps";
+import type { TenantServiceDeps } from "./tenant-service-deps";
 
 type CreateReplay = z.output<typeof createReplaySchema>;
 
@@ -27,7 +27,7 @@ const recordedFilter = (input: CreateReplay) => ({ ...(input.filter ? { filter: 
  * it from there.
  */
 /** A page of the tenant's dead jobs (the DLQ), newest death first, each with its attempts (GET /dlq). */
-export async function listDeadJobs({ pool }: Pick<ServiceDeps, "pool">, tenantId: string, query: z.output<typeof dlqQuerySchema>) {
+export async function listDeadJobs({ pool }: Pick<TenantServiceDeps, "pool">, tenantId: string, query: z.output<typeof dlqQuerySchema>) {
   const { page, nextCursor } = await fetchKeysetPage(
     query,
     (window) =>
@@ -46,7 +46,7 @@ export async function listDeadJobs({ pool }: Pick<ServiceDeps, "pool">, tenantId
   return { data: page.map((r) => ({ ...jobView(r), attempts: attempts.filter((a) => a.job_id === r.id).map(attemptView) })), nextCursor };
 }
 
-export async function createReplay({ pool, prisma }: ServiceDeps, principal: ApiPrincipal, input: CreateReplay) {
+export async function createReplay({ pool, prisma }: TenantServiceDeps, principal: ApiPrincipal, input: CreateReplay) {
   const tenantId = principal.tenant.id;
   const selection = selectionOf(input);
   if (input.dryRun) {
@@ -84,7 +84,7 @@ export async function createReplay({ pool, prisma }: ServiceDeps, principal: Api
   return { status: 201, body: (await replayViews(pool, tenantId, [(await sql.findReplay(pool, tenantId, id))!]))[0]! };
 }
 
-export async function getReplay({ pool }: Pick<ServiceDeps, "pool">, tenantId: string, id: string) {
+export async function getReplay({ pool }: Pick<TenantServiceDeps, "pool">, tenantId: string, id: string) {
   const replay = await sql.findReplay(pool, tenantId, id);
   if (!replay) throw new AppError("not_found", "No such replay.");
   return (await replayViews(pool, tenantId, [replay]))[0]!;
@@ -96,13 +96,13 @@ async function replayViews(pool: pg.Pool, tenantId: string, replays: sql.ReplayW
   return replays.map((r) => replayView(r, nameOf(parseActor(r.actor))));
 }
 
-export async function listReplays({ pool }: ServiceDeps, tenantId: string, query: { limit: number; cursor?: string }) {
+export async function listReplays({ pool }: TenantServiceDeps, tenantId: string, query: { limit: number; cursor?: string }) {
   const { page, nextCursor } = await fetchKeysetPage(query, (window) => sql.listReplays(pool, tenantId, window), (r) => r.created_at);
   return { data: await replayViews(pool, tenantId, page), nextCursor };
 }
 
 /** Pause, resume or cancel, audited in the same transaction; a repeat is answered as done; 409 when the replay's state does not allow it. */
-export async function changeReplay({ pool }: ServiceDeps, principal: ApiPrincipal, id: string, action: "pause" | "resume" | "cancel") {
+export async function changeReplay({ pool }: TenantServiceDeps, principal: ApiPrincipal, id: string, action: "pause" | "resume" | "cancel") {
   const tenantId = principal.tenant.id;
   await inTransaction(pool, async (client) => {
     const current = await sql.findReplay(client, tenantId, id);

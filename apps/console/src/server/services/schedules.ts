@@ -7,7 +7,7 @@ import { auditActor, type ApiPrincipal } from "../api/authenticate";
 import { invalidCursor } from "../api/keyset-cursor";
 import { assertTargetAllowed } from "../api/target-guard";
 import { writeAudit } from "./audit";
-import type { ServiceDeps } from "./service-deps";
+import type { TenantServiceDeps } from "./tenant-service-deps";
 
 type ScheduleRecord = Awaited<ReturnType<PrismaClient["schedule"]["findFirstOrThrow"]>> & { queue: { name: string } };
 
@@ -73,7 +73,7 @@ const first = (rule: RecurrenceRule, after: Date) => nextOccurrences(rule, after
 // compared with due times the scheduler reads from the database, so the console host's own clock must not
 // set them (S13).
 
-export async function createSchedule({ pool, prisma, allowedCidrs: allowed }: ServiceDeps, principal: ApiPrincipal, input: z.output<typeof createScheduleSchema>) {
+export async function createSchedule({ pool, prisma, allowedCidrs: allowed }: TenantServiceDeps, principal: ApiPrincipal, input: z.output<typeof createScheduleSchema>) {
   checkRule(input);
   await checkTemplate(input.job, allowed);
   const tenantId = principal.tenant.id;
@@ -117,11 +117,11 @@ async function load(prisma: PrismaClient, tenantId: string, id: string) {
   return s;
 }
 
-export async function getSchedule({ prisma }: Pick<ServiceDeps, "prisma">, tenantId: string, id: string) {
+export async function getSchedule({ prisma }: Pick<TenantServiceDeps, "prisma">, tenantId: string, id: string) {
   return scheduleView(await load(prisma, tenantId, id));
 }
 
-export async function listSchedules({ prisma }: ServiceDeps, tenantId: string, limit: number, cursor?: string) {
+export async function listSchedules({ prisma }: TenantServiceDeps, tenantId: string, limit: number, cursor?: string) {
   const rows = await prisma.schedule.findMany({
     where: { tenantId },
     orderBy: { id: "asc" },
@@ -141,7 +141,7 @@ export async function listSchedules({ prisma }: ServiceDeps, tenantId: string, l
  * not run. A version bump guards against a concurrent change.
  */
 export async function changeSchedule(
-  { pool, prisma, allowedCidrs: allowed }: ServiceDeps,
+  { pool, prisma, allowedCidrs: allowed }: TenantServiceDeps,
   principal: ApiPrincipal,
   id: string,
   change: z.output<typeof updateScheduleSchema> | { paused: boolean },
@@ -177,7 +177,7 @@ export async function changeSchedule(
   return getSchedule({ prisma }, principal.tenant.id, id);
 }
 
-export async function deleteSchedule({ prisma }: ServiceDeps, principal: ApiPrincipal, id: string) {
+export async function deleteSchedule({ prisma }: TenantServiceDeps, principal: ApiPrincipal, id: string) {
   const current = await load(prisma, principal.tenant.id, id);
   await prismaTransaction(prisma, async (tx) => {
     await tx.schedule.delete({ where: { id } });
@@ -186,7 +186,7 @@ export async function deleteSchedule({ prisma }: ServiceDeps, principal: ApiPrin
   return scheduleView(current);
 }
 
-export async function previewSchedule({ prisma }: ServiceDeps, tenantId: string, id: string, count: number, after?: string) {
+export async function previewSchedule({ prisma }: TenantServiceDeps, tenantId: string, id: string, count: number, after?: string) {
   const s = await load(prisma, tenantId, id);
   return previewRule({ cron: s.cron, timezone: s.timezone, dstGapPolicy: s.dstGapPolicy, dstOverlapPolicy: s.dstOverlapPolicy, count, ...(after ? { after } : {}) });
 }

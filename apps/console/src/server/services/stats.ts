@@ -1,9 +1,9 @@
 import { STATS_WINDOWS, type Stats, type StatsWindow } from "@tick/contract";
 import { lagPercentileMs } from "@tick/core";
 import { sql } from "@tick/db";
-import type { ServiceDeps } from "./service-deps";
+import type { TenantServiceDeps } from "./tenant-service-deps";
 
-type Deps = Pick<ServiceDeps, "pool">;
+type Deps = Pick<TenantServiceDeps, "pool">;
 
 /** Dependencies charted: the busiest by finished jobs in the window. */
 const TOP_DEPENDENCIES = 5;

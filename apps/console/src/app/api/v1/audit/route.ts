@@ -1,4 +1,4 @@
-import { getServiceDeps } from "@/server/api/deps";
+import { getTenantServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
 import { listAuditLog } from "@/server/services/audit-log";
 
@@ -6,5 +6,5 @@ export const dynamic = "force-dynamic";
 
 export const GET = apiRoute("listAuditLog", async ({ principal, query }) => ({
   status: 200,
-  body: await listAuditLog(getServiceDeps(), principal.tenant.id, query),
+  body: await listAuditLog(getTenantServiceDeps(), principal.tenant.id, query),
 }));

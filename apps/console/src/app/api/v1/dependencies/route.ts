@@ -1,4 +1,4 @@
-import { getServiceDeps } from "@/server/api/deps";
+import { getTenantServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
 import { listDependencies } from "@/server/services/dependencies";
 
@@ -6,5 +6,5 @@ export const dynamic = "force-dynamic";
 
 export const GET = apiRoute("listDependencies", async ({ principal }) => ({
   status: 200,
-  body: { data: await listDependencies(getServiceDeps(), principal.tenant.id) },
+  body: { data: await listDependencies(getTenantServiceDeps(), principal.tenant.id) },
 }));

@@ -1,4 +1,4 @@
-import { getServiceDeps } from "@/server/api/deps";
+import { getTenantServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
 import { listDeadJobs } from "@/server/services/replays";
 
@@ -6,5 +6,5 @@ export const dynamic = "force-dynamic";
 
 export const GET = apiRoute("listDeadJobs", async ({ principal, query }) => ({
   status: 200,
-  body: await listDeadJobs(getServiceDeps(), principal.tenant.id, query),
+  body: await listDeadJobs(getTenantServiceDeps(), principal.tenant.id, query),
 }));

@@ -1,4 +1,4 @@
-import { getJobDeps, getServiceDeps } from "@/server/api/deps";
+import { getJobDeps, getTenantServiceDeps } from "@/server/api/deps";
 import { rateLimitHeaders } from "@/server/api/admission";
 import { apiRoute } from "@/server/api/route";
 import { createJobs, listJobs } from "@/server/services/jobs";
@@ -34,5 +34,5 @@ export const POST = apiRoute(
 
 export const GET = apiRoute("listJobs", async ({ principal, query }) => ({
   status: 200,
-  body: await listJobs(getServiceDeps(), principal.tenant.id, query),
+  body: await listJobs(getTenantServiceDeps(), principal.tenant.id, query),
 }));

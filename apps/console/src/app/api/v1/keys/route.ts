@@ -1,4 +1,4 @@
-import { getServiceDeps } from "@/server/api/deps";
+import { getTenantServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
 import { createApiKey, listApiKeys } from "@/server/services/keys";
 
@@ -6,10 +6,10 @@ export const dynamic = "force-dynamic";
 
 export const GET = apiRoute("listApiKeys", async ({ principal }) => ({
   status: 200,
-  body: { data: await listApiKeys(getServiceDeps(), principal.tenant.id) },
+  body: { data: await listApiKeys(getTenantServiceDeps(), principal.tenant.id) },
 }));
 
 export const POST = apiRoute("createApiKey", async ({ principal, body }) => ({
   status: 201,
-  body: await createApiKey(getServiceDeps(), principal, body),
+  body: await createApiKey(getTenantServiceDeps(), principal, body),
 }));

@@ -1,4 +1,4 @@
-import { getServiceDeps } from "@/server/api/deps";
+import { getTenantServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
 import { createQueue, listQueues } from "@/server/services/queues";
 
@@ -6,10 +6,10 @@ export const dynamic = "force-dynamic";
 
 export const GET = apiRoute("listQueues", async ({ principal }) => ({
   status: 200,
-  body: { data: await listQueues(getServiceDeps(), principal.tenant.id) },
+  body: { data: await listQueues(getTenantServiceDeps(), principal.tenant.id) },
 }));
 
 export const POST = apiRoute("createQueue", async ({ principal, body }) => ({
   status: 201,
-  body: await createQueue(getServiceDeps(), principal, body),
+  body: await createQueue(getTenantServiceDeps(), principal, body),
 }));

@@ -1,4 +1,4 @@
-import { getServiceDeps } from "@/server/api/deps";
+import { getTenantServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
 import { getStats } from "@/server/services/stats";
 
@@ -6,5 +6,5 @@ export const dynamic = "force-dynamic";
 
 export const GET = apiRoute("getStats", async ({ principal, query }) => ({
   status: 200,
-  body: await getStats(getServiceDeps(), principal.tenant.id, query.window),
+  body: await getStats(getTenantServiceDeps(), principal.tenant.id, query.window),
 }));

@@ -1,4 +1,4 @@
-import { getServiceDeps } from "@/server/api/deps";
+import { getTenantServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
 import { getJobWithAttempts } from "@/server/services/jobs";
 import { attemptView, jobView } from "@/server/services/views";
@@ -6,6 +6,6 @@ import { attemptView, jobView } from "@/server/services/views";
 export const dynamic = "force-dynamic";
 
 export const GET = apiRoute("getJob", async ({ principal, params }) => {
-  const { row, attempts } = await getJobWithAttempts(getServiceDeps(), principal.tenant.id, params.id);
+  const { row, attempts } = await getJobWithAttempts(getTenantServiceDeps(), principal.tenant.id, params.id);
   return { status: 200, body: { ...jobView(row), attempts: attempts.map(attemptView) } };
 });

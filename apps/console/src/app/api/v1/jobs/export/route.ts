@@ -1,4 +1,4 @@
-import { getServiceDeps } from "@/server/api/deps";
+import { getTenantServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
 import { exportFinishedJobs } from "@/server/services/lifecycle";
 
@@ -9,13 +9,13 @@ const ndjson = { "content-type": "application/x-ndjson; charset=utf-8", "content
 /** Read only: streams the export and leaves the tenant's export mark as it is. */
 export const GET = apiRoute("exportJobs", async ({ principal, query }) => ({
   status: 200,
-  body: await exportFinishedJobs(getServiceDeps(), principal, query, { mark: false }),
+  body: await exportFinishedJobs(getTenantServiceDeps(), principal, query, { mark: false }),
   headers: ndjson,
 }));
 
 /** Streams the export and, once complete, moves the tenant's export mark (a state change, so never a GET). */
 export const POST = apiRoute("exportJobsAndMark", async ({ principal, query }) => ({
   status: 200,
-  body: await exportFinishedJobs(getServiceDeps(), principal, query, { mark: true }),
+  body: await exportFinishedJobs(getTenantServiceDeps(), principal, query, { mark: true }),
   headers: ndjson,
 }));

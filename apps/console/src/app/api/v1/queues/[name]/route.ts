@@ -1,4 +1,4 @@
-import { getServiceDeps } from "@/server/api/deps";
+import { getTenantServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
 import { getQueue, updateQueue } from "@/server/services/queues";
 
@@ -6,10 +6,10 @@ export const dynamic = "force-dynamic";
 
 export const GET = apiRoute("getQueue", async ({ principal, params }) => ({
   status: 200,
-  body: await getQueue(getServiceDeps(), principal.tenant.id, params.name),
+  body: await getQueue(getTenantServiceDeps(), principal.tenant.id, params.name),
 }));
 
 export const PATCH = apiRoute("updateQueue", async ({ principal, params, body }) => ({
   status: 200,
-  body: await updateQueue(getServiceDeps(), principal, params.name, body, "queue.updated"),
+  body: await updateQueue(getTenantServiceDeps(), principal, params.name, body, "queue.updated"),
 }));

@@ -1,4 +1,4 @@
-import { getServiceDeps } from "@/server/api/deps";
+import { getTenantServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
 import { changeSchedule, deleteSchedule, getSchedule } from "@/server/services/schedules";
 
@@ -6,15 +6,15 @@ export const dynamic = "force-dynamic";
 
 export const GET = apiRoute("getSchedule", async ({ principal, params }) => ({
   status: 200,
-  body: await getSchedule(getServiceDeps(), principal.tenant.id, params.id),
+  body: await getSchedule(getTenantServiceDeps(), principal.tenant.id, params.id),
 }));
 
 export const PATCH = apiRoute("updateSchedule", async ({ principal, params, body }) => ({
   status: 200,
-  body: await changeSchedule(getServiceDeps(), principal, params.id, body, "schedule.updated"),
+  body: await changeSchedule(getTenantServiceDeps(), principal, params.id, body, "schedule.updated"),
 }));
 
 export const DELETE = apiRoute("deleteSchedule", async ({ principal, params }) => ({
   status: 200,
-  body: await deleteSchedule(getServiceDeps(), principal, params.id),
+  body: await deleteSchedule(getTenantServiceDeps(), principal, params.id),
 }));

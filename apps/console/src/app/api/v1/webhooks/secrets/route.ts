@@ -1,4 +1,4 @@
-import { getServiceDeps } from "@/server/api/deps";
+import { getTenantServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
 import { listSigningSecrets } from "@/server/services/signing-secrets";
 
@@ -6,5 +6,5 @@ export const dynamic = "force-dynamic";
 
 export const GET = apiRoute("listSigningSecrets", async ({ principal }) => ({
   status: 200,
-  body: await listSigningSecrets(getServiceDeps(), principal.tenant.id),
+  body: await listSigningSecrets(getTenantServiceDeps(), principal.tenant.id),
 }));

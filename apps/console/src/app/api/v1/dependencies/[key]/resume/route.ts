@@ -1,4 +1,4 @@
-import { getServiceDeps } from "@/server/api/deps";
+import { getTenantServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
 import { setDependencyPaused } from "@/server/services/dependencies";
 
@@ -6,5 +6,5 @@ export const dynamic = "force-dynamic";
 
 export const POST = apiRoute("resumeDependency", async ({ principal, params }) => ({
   status: 200,
-  body: await setDependencyPaused(getServiceDeps(), principal, params.key, false),
+  body: await setDependencyPaused(getTenantServiceDeps(), principal, params.key, false),
 }));

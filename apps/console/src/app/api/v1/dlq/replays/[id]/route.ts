@@ -1,4 +1,4 @@
-import { getServiceDeps } from "@/server/api/deps";
+import { getTenantServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
 import { getReplay } from "@/server/services/replays";
 
@@ -6,5 +6,5 @@ export const dynamic = "force-dynamic";
 
 export const GET = apiRoute("getDlqReplay", async ({ principal, params }) => ({
   status: 200,
-  body: await getReplay(getServiceDeps(), principal.tenant.id, params.id),
+  body: await getReplay(getTenantServiceDeps(), principal.tenant.id, params.id),
 }));

@@ -1,4 +1,4 @@
-import { getServiceDeps } from "@/server/api/deps";
+import { getTenantServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
 import { cancelJob } from "@/server/services/jobs";
 import { jobView } from "@/server/services/views";
@@ -6,6 +6,6 @@ import { jobView } from "@/server/services/views";
 export const dynamic = "force-dynamic";
 
 export const POST = apiRoute("cancelJob", async ({ principal, params }) => {
-  const { status, outcome, attemptsStarted, repeated, row } = await cancelJob(getServiceDeps(), principal, params.id);
+  const { status, outcome, attemptsStarted, repeated, row } = await cancelJob(getTenantServiceDeps(), principal, params.id);
   return { status, body: { outcome, attemptsStarted, repeated, job: jobView(row) } };
 });

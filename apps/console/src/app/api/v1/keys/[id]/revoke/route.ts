@@ -1,4 +1,4 @@
-import { getServiceDeps } from "@/server/api/deps";
+import { getTenantServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
 import { revokeApiKey } from "@/server/services/keys";
 
@@ -6,5 +6,5 @@ export const dynamic = "force-dynamic";
 
 export const POST = apiRoute("revokeApiKey", async ({ principal, params }) => ({
   status: 200,
-  body: await revokeApiKey(getServiceDeps(), principal, params.id),
+  body: await revokeApiKey(getTenantServiceDeps(), principal, params.id),
 }));

@@ -1,4 +1,4 @@
-import { getServiceDeps } from "@/server/api/deps";
+import { getTenantServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
 import { updateQueue } from "@/server/services/queues";
 
@@ -6,5 +6,5 @@ export const dynamic = "force-dynamic";
 
 export const POST = apiRoute("pauseQueue", async ({ principal, params }) => ({
   status: 200,
-  body: await updateQueue(getServiceDeps(), principal, params.name, { paused: true }, "queue.paused"),
+  body: await updateQueue(getTenantServiceDeps(), principal, params.name, { paused: true }, "queue.paused"),
 }));

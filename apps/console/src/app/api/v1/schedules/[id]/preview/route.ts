@@ -1,4 +1,4 @@
-import { getServiceDeps } from "@/server/api/deps";
+import { getTenantServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
 import { previewSchedule } from "@/server/services/schedules";
 
@@ -6,5 +6,5 @@ export const dynamic = "force-dynamic";
 
 export const GET = apiRoute("previewSchedule", async ({ principal, params, query }) => ({
   status: 200,
-  body: await previewSchedule(getServiceDeps(), principal.tenant.id, params.id, query.count, query.after),
+  body: await previewSchedule(getTenantServiceDeps(), principal.tenant.id, params.id, query.count, query.after),
 }));

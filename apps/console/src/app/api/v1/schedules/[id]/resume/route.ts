@@ -1,4 +1,4 @@
-import { getServiceDeps } from "@/server/api/deps";
+import { getTenantServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
 import { changeSchedule } from "@/server/services/schedules";
 
@@ -6,5 +6,5 @@ export const dynamic = "force-dynamic";
 
 export const POST = apiRoute("resumeSchedule", async ({ principal, params }) => ({
   status: 200,
-  body: await changeSchedule(getServiceDeps(), principal, params.id, { paused: false }, "schedule.resumed"),
+  body: await changeSchedule(getTenantServiceDeps(), principal, params.id, { paused: false }, "schedule.resumed"),
 }));

@@ -1,4 +1,4 @@
-import { getServiceDeps } from "@/server/api/deps";
+import { getTenantServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
 import { rotateSigningSecret } from "@/server/services/signing-secrets";
 
@@ -6,5 +6,5 @@ export const dynamic = "force-dynamic";
 
 export const POST = apiRoute("rotateSigningSecret", async ({ principal, body }) => ({
   status: 200,
-  body: await rotateSigningSecret(getServiceDeps(), principal, body.overlapSeconds),
+  body: await rotateSigningSecret(getTenantServiceDeps(), principal, body.overlapSeconds),
 }));

@@ -1,4 +1,4 @@
-import { getServiceDeps } from "@/server/api/deps";
+import { getTenantServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
 import { changeReplay } from "@/server/services/replays";
 
@@ -6,5 +6,5 @@ export const dynamic = "force-dynamic";
 
 export const POST = apiRoute("resumeDlqReplay", async ({ principal, params }) => ({
   status: 200,
-  body: await changeReplay(getServiceDeps(), principal, params.id, "resume"),
+  body: await changeReplay(getTenantServiceDeps(), principal, params.id, "resume"),
 }));

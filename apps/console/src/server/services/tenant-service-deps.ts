@@ -5,12 +5,14 @@ import type { Logger } from "@tick/runtime";
 import type { BreakerView } from "@tick/breaker";
 
 /**
- * The one deps object of the console's tenant services (keys, queues, schedules, replays, settings,
- * signing secrets, the audit log, job reads and cancel, dependencies): the clients they use and the config they read,
- * wired once from the environment (server/api/deps.ts: getServiceDeps). Sign-up, members, operators and
- * webhooks take their own, narrower objects; job creation takes JobServiceDeps.
+ * The one deps object of the console's tenant-scoped services (keys, queues, schedules, replays, settings and
+ * exports, signing secrets, the audit log, the overview and stats, job reads and cancel, dependencies and their
+ * breakers): the clients they use and the config they read, wired once from the environment
+ * (server/api/deps.ts: getTenantServiceDeps). Sign-up, members, operators, sessions and webhooks take their own,
+ * narrower objects; job creation takes JobServiceDeps. Not to be confused with @tick/runtime's ServiceDeps,
+ * what the scheduler's and worker's processes are built from.
  */
-export interface ServiceDeps {
+export interface TenantServiceDeps {
   prisma: PrismaClient;
   pool: pg.Pool;
   logger: Logger;
