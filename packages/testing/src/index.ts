@@ -6,3 +6,4 @@ export * from "./free-port.js";
 export * from "./rejection-of.js";
 export * from "./prometheus.js";
 export * from "./otlp-receiver.js";
+export * from "./http-sink.js";
