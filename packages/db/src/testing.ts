@@ -2,8 +2,12 @@ import { createHash, randomBytes, randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import pg from "pg";
+import { generateApiKey } from "./api-keys.js";
+import type { PrismaClient } from "./generated/prisma/client.js";
 import { DB_PACKAGE_DIR, migrateDeploy } from "./migrate.js";
+import { shardForTenant } from "./shards.js";
 import type { NewJob } from "./sql/jobs.js";
+import type { Queryable } from "./sql/types.js";
 
 /**
  * A job for `sql.insertJobs` in tests: due now, a POST with no body, no key, dependency or callback, the
@@ -126,4 +130,99 @@ export async function createTestDatabase(baseUrl: string): Promise<TestDatabase>
 export function testServerUrl(): string {
   // eslint-disable-next-line no-restricted-properties -- test support: tests are not an app with a config schema
   return process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
+}
+
+/** Where test fixtures write: a pg pool or client, or a Prisma client (for suites that hold only one). */
+export type TestDb = Queryable | Pick<PrismaClient, "$queryRawUnsafe">;
+
+async function rowsOf<T>(db: TestDb, text: string, values: unknown[]): Promise<T[]> {
+  if ("query" in db) return (await db.query(text, values)).rows as T[];
+  return db.$queryRawUnsafe<T[]>(text, ...values);
+}
+
+export type TestKeyRole = "owner" | "admin" | "operator" | "viewer";
+
+export interface TestApiKeyOptions {
+  /** Default ["admin"]. */
+  scopes?: string[];
+  /** The most the key may do; default admin (the role of a key an admin made). */
+  role?: TestKeyRole;
+  /** Default "test key". */
+  name?: string;
+}
+
+/** An API key of the tenant, stored as the console stores one (prefix and hash); `apiKey` is the secret to present. */
+export async function createTestApiKey(db: TestDb, tenantId: string, options: TestApiKeyOptions = {}): Promise<{ apiKey: string; keyId: string }> {
+  const { key, prefix, hash } = generateApiKey();
+  const [row] = await rowsOf<{ id: string }>(
+    db,
+    `INSERT INTO api_keys (id, tenant_id, name, prefix, hash, scopes, role)
+     VALUES (gen_random_uuid(), $1::uuid, $2, $3, $4, $5::text[], $6::role) RETURNING id::text`,
+    [tenantId, options.name ?? "test key", prefix, hash, options.scopes ?? ["admin"], options.role ?? "admin"],
+  );
+  return { apiKey: key, keyId: row!.id };
+}
+
+export interface TestTenantOptions {
+  /** Default a random UUID. */
+  id?: string;
+  /** Default the shard the id hashes to among `shardCount`. */
+  shard?: number;
+  /** The deployment's shard count, for the default shard; default 16 (TICK_SHARDS' default). */
+  shardCount?: number;
+  /** Limits; each left to the column's default unless given. */
+  weight?: number;
+  admissionRate?: number;
+  admissionBurst?: number;
+  maxPendingJobs?: number;
+  maxInFlight?: number;
+  /** The id of the tenant's queue "default"; default a random UUID. */
+  queueId?: string;
+  /** Also make a first key (as a sign-up does: role owner unless given). */
+  apiKey?: TestApiKeyOptions;
+}
+
+export interface TestTenant {
+  id: string;
+  slug: string;
+  shard: number;
+  /** The tenant's queue "default". */
+  queueId: string;
+}
+
+/**
+ * A tenant in a test database (slug and name `t-` and the id's first 8 characters) with its queue
+ * "default", and with `apiKey` a first API key too. One fixture for every suite, so a column the
+ * tenant must have is added here once.
+ */
+export async function createTestTenant(db: TestDb, options: TestTenantOptions & { apiKey: TestApiKeyOptions }): Promise<TestTenant & { apiKey: string; keyId: string }>;
+export async function createTestTenant(db: TestDb, options?: TestTenantOptions): Promise<TestTenant>;
+export async function createTestTenant(db: TestDb, options: TestTenantOptions = {}): Promise<TestTenant & Partial<{ apiKey: string; keyId: string }>> {
+  const id = options.id ?? randomUUID();
+  const slug = `t-${id.slice(0, 8)}`;
+  const shard = options.shard ?? shardForTenant(id, options.shardCount ?? 16);
+  const columns = ["id", "slug", "name", "shard"];
+  const values: unknown[] = [id, slug, slug, shard];
+  const casts = ["uuid", "text", "text", "int"];
+  const limits = [
+    ["weight", options.weight, "int"],
+    ["admission_rate", options.admissionRate, "float8"],
+    ["admission_burst", options.admissionBurst, "int"],
+    ["max_pending_jobs", options.maxPendingJobs, "int"],
+    ["max_in_flight", options.maxInFlight, "int"],
+  ] as const;
+  for (const [column, value, cast] of limits) {
+    if (value === undefined) continue;
+    columns.push(column);
+    values.push(value);
+    casts.push(cast);
+  }
+  await rowsOf(db, `INSERT INTO tenants (${columns.join(", ")}, updated_at) VALUES (${casts.map((c, i) => `$${i + 1}::${c}`).join(", ")}, now())`, values);
+  const [queue] = await rowsOf<{ id: string }>(
+    db,
+    `INSERT INTO queues (id, tenant_id, name, updated_at) VALUES ($1::uuid, $2::uuid, 'default', now()) RETURNING id::text`,
+    [options.queueId ?? randomUUID(), id],
+  );
+  const tenant: TestTenant = { id, slug, shard, queueId: queue!.id };
+  return options.apiKey ? { ...tenant, ...(await createTestApiKey(db, id, { ...options.apiKey, role: options.apiKey.role ?? "owner" })) } : tenant;
 }

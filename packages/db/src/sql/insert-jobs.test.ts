@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { createPool } from "../client.js";
-import { createTestDatabase, newTestJob, testServerUrl, type TestDatabase } from "../testing.js";
+import { createTestDatabase, createTestTenant, newTestJob, testServerUrl, type TestDatabase } from "../testing.js";
 import { insertJobs, type JobRow, type NewJob } from "./jobs.js";
 
 // insertJobs reads back only what the database decides and composes the rest of each row from its input.
@@ -16,12 +16,7 @@ const queueId = randomUUID();
 beforeAll(async () => {
   db = await createTestDatabase(testServerUrl());
   pool = createPool(db.url, { max: 2 });
-  await pool.query(
-    `INSERT INTO tenants (id, slug, name, shard, weight, admission_rate, admission_burst, max_pending_jobs, max_in_flight, updated_at)
-     VALUES ($1, $2, $2, $3, 1, 100, 100, 1000, 100, now())`,
-    [tenant.id, `t-${tenant.id.slice(0, 8)}`, tenant.shard],
-  );
-  await pool.query(`INSERT INTO queues (id, tenant_id, name, updated_at) VALUES ($1, $2, 'default', now())`, [queueId, tenant.id]);
+  await createTestTenant(pool, { ...tenant, queueId, weight: 1, admissionRate: 100, admissionBurst: 100, maxPendingJobs: 1000, maxInFlight: 100 });
 });
 afterAll(async () => {
   await pool?.end();
