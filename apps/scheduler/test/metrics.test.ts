@@ -165,7 +165,7 @@ describe("scheduler metrics", () => {
         started = await sql.startAttempt(w.pool, { attemptId: r.attempt_id, jobId: r.job_id, version: r.version, workerId: "test", leaseMs: 30_000 });
       }
       const run = started as sql.StartedAttempt;
-      await sql.completeAttemptAndNotify(w.pool, {
+      await sql.completeAttempts(w.pool, [{
         attemptId: r.attempt_id,
         jobId: r.job_id,
         version: run.version,
@@ -176,7 +176,7 @@ describe("scheduler metrics", () => {
         error: { kind: "retryable", status: 503 },
         result: null,
         durationMs: 5,
-      });
+      }]);
     };
     expect(rows).toHaveLength(4);
     for (const r of rows.slice(0, 3)) await fail(r);

@@ -3,7 +3,7 @@ import { sql } from "@tick/db";
 import { createWorld, type World } from "./harness.js";
 
 // The scheduler's replay loop driven round by round against real Postgres and Redis; workers are
-// played by the same SQL the worker runs (startAttempt, completeAttemptAndNotify).
+// played by the same SQL the worker runs (startAttempt, completeAttempts).
 
 let w: World;
 beforeEach(async () => {
@@ -58,7 +58,7 @@ async function runDispatched(ok: (jobId: string) => boolean): Promise<number> {
       started = await sql.startAttempt(w.pool, { attemptId: r.attempt_id, jobId: r.job_id, version: r.version, workerId: "test", leaseMs: 30_000 });
     }
     const success = ok(r.job_id);
-    await sql.completeAttemptAndNotify(w.pool, {
+    await sql.completeAttempts(w.pool, [{
       attemptId: r.attempt_id,
       jobId: r.job_id,
       version: (started as sql.StartedAttempt).version,
@@ -69,7 +69,7 @@ async function runDispatched(ok: (jobId: string) => boolean): Promise<number> {
       error: success ? null : { kind: "retryable", status: 503 },
       result: null,
       durationMs: 5,
-    });
+    }]);
   }
   return rows.length;
 }

@@ -136,7 +136,7 @@ describe("batched completions", () => {
     const rows = await dispatchedJobs(4);
     const s = await startAll(rows);
     await pool.query(`UPDATE jobs SET callback_url = 'http://127.0.0.1:1/cb' WHERE id = $1`, [rows[0]!.jobId]);
-    const results = await sql.completeAttemptsAndNotify(pool, [
+    const results = await sql.completeAttempts(pool, [
       success(s[0]!, rows[0]!.attemptId),
       success(s[1]!, rows[1]!.attemptId, { fencingToken: "7" }), // fenced out: another attempt holds the job
       success(s[2]!, rows[2]!.attemptId, { version: s[2]!.version - 1 }), // stale version

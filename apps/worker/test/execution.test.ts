@@ -164,15 +164,15 @@ describe("completion fencing (S7)", () => {
     const second = (await sql.startAttempt(w.pool, { attemptId: claim2[0]!.attempt_id, jobId: id, version: claim2[0]!.version, workerId: "b", leaseMs: 60_000 })) as sql.StartedAttempt;
     expect(second.fencing_token).toBe("2");
 
-    const late = await sql.completeAttempt(w.pool, {
+    const late = (await sql.completeAttempts(w.pool, [{
       attemptId: claim1[0]!.attempt_id, jobId: id, version: first.version, fencingToken: first.fencing_token,
       outcome: "success", decision: { kind: "succeeded" }, httpStatus: 200, error: null, result: { late: true }, durationMs: 5,
-    });
+    }]))[0]!;
     expect(late.won).toBe(false);
-    const current = await sql.completeAttempt(w.pool, {
+    const current = (await sql.completeAttempts(w.pool, [{
       attemptId: claim2[0]!.attempt_id, jobId: id, version: second.version, fencingToken: second.fencing_token,
       outcome: "success", decision: { kind: "succeeded" }, httpStatus: 200, error: null, result: { current: true }, durationMs: 5,
-    });
+    }]))[0]!;
     expect(current.won).toBe(true);
     const job = (await w.pool.query<{ status: string; result: unknown }>(`SELECT status, result FROM jobs WHERE id = $1`, [id])).rows[0];
     expect(job).toEqual({ status: "succeeded", result: { current: true } });
@@ -181,6 +181,24 @@ describe("completion fencing (S7)", () => {
       ["lease_expired", 1],
       ["succeeded", 0],
     ]);
+  });
+
+  it("a job whose cancel was recorded while its last attempt ran ends cancelled, not dead, when the attempt fails, with its job.cancelled webhook", async () => {
+    const t = await w.createTenant();
+    const id = await w.createJob(t, sink.url("/last"), { maxAttempts: 1, callbackUrl: sink.url("/done") });
+    await w.pool.query(`INSERT INTO shard_leases (shard, holder, epoch, expires_at) VALUES ($1, 'x', 1, now() + interval '1 hour')`, [t.shard]);
+    const [claim] = await sql.claimDueJobs(w.pool, { shard: t.shard, epoch: "1", tenantId: t.id, limit: 1 });
+    const run = (await sql.startAttempt(w.pool, { attemptId: claim!.attempt_id, jobId: id, version: claim!.version, workerId: "a", leaseMs: 60_000 })) as sql.StartedAttempt;
+    expect((await sql.requestCancelOfRunningJob(w.pool, t.id, id))?.first_request).toBe(true);
+    const [ended] = await sql.completeAttempts(w.pool, [
+      {
+        attemptId: claim!.attempt_id, jobId: id, version: run.version, fencingToken: run.fencing_token,
+        outcome: "retryable", decision: { kind: "dead" }, httpStatus: 503, error: { kind: "retryable", status: 503 }, result: null, durationMs: 5,
+      },
+    ]);
+    expect(ended).toMatchObject({ won: true, status: "cancelled" });
+    const events = (await w.pool.query<{ event: string }>(`SELECT event FROM webhook_deliveries WHERE job_id = $1`, [id])).rows.map((r) => r.event);
+    expect(events).toEqual(["job.cancelled"]);
   });
 
   it("decides retry versus expiry by the database clock, not the worker's (a worker clock a day ahead still retries)", async () => {

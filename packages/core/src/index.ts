@@ -1,5 +1,5 @@
 export * from "./job-state-machine.js";
-export * from "./attempt-state-machine.js";
+export * from "./attempt-outcome.js";
 export * from "./errors.js";
 export * from "./job-failure.js";
 export * from "./backoff.js";

@@ -67,6 +67,7 @@ describe("isRetryable", () => {
     fenced_out: false,
     dependency_open: true,
     timeout: true,
+    lease_expired: true,
   };
 
   it.each(JOB_FAILURE_KINDS.map((kind) => [kind, expected[kind]] as const))("%s → %s", (kind, retryable) => {

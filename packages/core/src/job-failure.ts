@@ -1,6 +1,6 @@
 /**
  * Job failure taxonomy: how an attempt ended when it did not succeed. Stored in `attempts.outcome`
- * (together with "success"), and the input to decideAfterFailure().
+ * (together with "success"), and the input to decideAttemptOutcome().
  */
 export const JOB_FAILURE_KINDS = [
   "retryable",
@@ -9,6 +9,7 @@ export const JOB_FAILURE_KINDS = [
   "fenced_out",
   "dependency_open",
   "timeout",
+  "lease_expired",
 ] as const;
 export type JobFailureKind = (typeof JOB_FAILURE_KINDS)[number];
 
@@ -18,6 +19,9 @@ export function isRetryable(kind: JobFailureKind): boolean {
     case "retryable":
     case "retry_after":
     case "timeout":
+      return true;
+    // The worker stopped renewing its lease (crashed, frozen, cut off): the job gets its next attempt.
+    case "lease_expired":
       return true;
     // The attempt never reached the endpoint (breaker open); the job is requeued, not given up on.
     case "dependency_open":

@@ -46,7 +46,7 @@ export const TRANSITIONS: Readonly<Record<JobState, Readonly<Partial<Record<JobE
     expire: "expired",
     // cancel is deliberately absent: the attempt may already have had its effect (see transition()).
     // abandon: the running attempt ended without success (or its lease expired) while a cancel was
-    // pending, so instead of a retry the job ends cancelled, as the cancel's 202 promised.
+    // recorded, so the job ends cancelled, as the cancel's 202 promised, instead of a retry, dead or expired.
     abandon: "cancelled",
   },
   succeeded: {},

@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { Queue } from "bullmq";
-import { dispatchChunkId, dispatchMessageId } from "@tick/core";
+import { computeBackoffMs, dispatchChunkId, dispatchMessageId } from "@tick/core";
 import { inTransaction, sql } from "@tick/db";
 import type { FaultPoints, Logger } from "@tick/runtime";
 import type { RateLimiter } from "../dispatch/rate-limiter.js";
@@ -132,7 +132,8 @@ export class OutboxRelay {
         await publishWithin(publish, this.config.publishTimeoutMs);
       } catch (err) {
         const tries = Math.max(...rows.map((r) => r.tries));
-        const delay = Math.min(this.config.maxRetryDelayMs, this.config.retryDelayMs * 2 ** tries);
+        // The rows' tries so far: the next is try tries + 1, whose delay doubles per try from retryDelayMs.
+        const delay = computeBackoffMs({ strategy: "exponential", baseMs: this.config.retryDelayMs, maxMs: this.config.maxRetryDelayMs, jitter: "none" }, tries + 1, Math.random);
         await sql.deferOutbox(client, rows.map((r) => r.id), delay, (err as Error).message);
         this.metrics.publishFailures.inc();
         this.logger.warn({ err: (err as Error).message, rows: rows.length, retryInMs: delay }, "outbox publish failed; will retry");

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { computeBackoffMs, decideAfterFailure } from "@tick/core";
+import { decideAttemptOutcome } from "@tick/core";
 import { sql } from "@tick/db";
 import type { Logger } from "@tick/runtime";
 import { refuseStale, withShardFence } from "../leases/shard-fence.js";
@@ -109,25 +109,28 @@ export class Reaper {
       lease,
       async (client) => {
         const rescheduled: { tenantId: string; dueAtMs: number }[] = [];
-        const finished: string[] = [];
         // Decide every lost attempt's fate in code, then settle the batch with one statement.
         const settlements: sql.LeaseSettlement[] = (await sql.lockExpiredLeases(client, lease.shard, this.config.leaseGraceMs, this.config.batch)).map((lost) => {
-          const delay = computeBackoffMs(lost.backoff, Math.max(1, lost.attempt_count), random);
-          if (lost.cancel_requested_at) return { lease: lost, decision: { kind: "cancelled" } };
-          const d = decideAfterFailure({
+          const decision = decideAttemptOutcome({
+            ended: "lease_expired",
             attemptCount: lost.attempt_count,
             maxAttempts: lost.max_attempts,
-            retryable: true,
-            nextDueAt: new Date(lost.db_now.getTime() + delay),
+            backoff: lost.backoff,
+            now: lost.db_now,
             expiresAt: lost.expires_at,
+            // Read under the job's row lock: no cancel can be recorded before the settlement commits.
+            cancelRequested: lost.cancel_requested_at !== null,
+            random,
           });
-          return { lease: lost, decision: d === "retry" ? { kind: "retry", dueInMs: delay } : d === "fail" ? { kind: "dead" } : { kind: "expired" } };
+          // A lost attempt never reports a success.
+          if (decision.kind === "succeeded") throw new Error("a lost attempt cannot succeed");
+          return { lease: lost, decision };
         });
+        // Each settled job that ended gets its completion webhooks from the same statement (sql/finish.ts).
         const settled = await sql.settleExpiredLeases(client, settlements, this.config.leaseGraceMs);
         for (const { lease: lost, decision } of settlements) {
           if (!settled.has(lost.job_id)) continue;
           if (decision.kind === "retry") rescheduled.push({ tenantId: lost.tenant_id, dueAtMs: lost.db_now.getTime() + decision.dueInMs });
-          else finished.push(lost.job_id);
           this.metrics.leasesReaped.inc({ decision: decision.kind });
           this.logger.warn(
             { tenantId: lost.tenant_id, jobId: lost.job_id, attemptId: lost.attempt_id, shard: lease.shard, epoch: lease.epoch, decision: decision.kind },
@@ -136,10 +139,7 @@ export class Reaper {
         }
         const leasesReaped = settled.size;
         const republished = await sql.republishStrandedAttempts(client, lease.shard, this.config.strandedAfterMs, this.config.batch, undeliverable);
-        const expiredJobs = await sql.expireOverdueJobs(client, lease.shard, this.config.batch);
-        const expired = expiredJobs.length;
-        // Terminal outcomes decided here get their completion webhooks in the same transaction.
-        await sql.enqueueJobWebhooks(client, [...finished, ...expiredJobs.map((j) => j.id)]);
+        const expired = (await sql.expireOverdueJobs(client, lease.shard, this.config.batch)).length;
         return { leasesReaped, republished, expired, rescheduled };
       },
       this.onStale,

@@ -21,9 +21,9 @@ export interface AttemptCompleter {
 
 /**
  * Batches the completions of a worker's concurrent attempts into one statement
- * (sql.completeAttemptsAndNotify), each row under its own fence. A failed batch (one row's data makes the
+ * (sql.completeAttempts), each row under its own fence. A failed batch (one row's data makes the
  * statement fail, the connection is cut) is retried row by row: first asking whether the row's completion
- * committed anyway (a commit whose outcome was unknown), then with the single statement, a few times.
+ * committed anyway (a commit whose outcome was unknown), then as a batch of one, a few times.
  * A worker killed with a batch waiting loses nothing the reaper does not recover: those attempts stay
  * running until their leases expire.
  */
@@ -35,7 +35,7 @@ export function createAttemptCompleter(options: AttemptCompleterOptions): Attemp
       try {
         const committed = await sql.committedCompletion(pool, args.attemptId, args.jobId);
         if (committed) return committed;
-        return await sql.completeAttemptAndNotify(pool, args);
+        return (await sql.completeAttempts(pool, [args]))[0]!;
       } catch (err) {
         if (attempt >= retries) throw err;
         await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
@@ -45,7 +45,7 @@ export function createAttemptCompleter(options: AttemptCompleterOptions): Attemp
   const queue = createBatchQueue({
     lingerMs: options.lingerMs,
     maxBatch: options.maxBatch,
-    runBatch: (rows: sql.CompleteAttemptArgs[]) => sql.completeAttemptsAndNotify(pool, rows),
+    runBatch: (rows: sql.CompleteAttemptArgs[]) => sql.completeAttempts(pool, rows),
     runOne: one,
     onBatchError: (err, size) => logger.warn({ err: (err as Error).message, size }, "completion batch failed; completing its attempts one by one"),
   });

@@ -4,8 +4,7 @@ import {
   attemptMessageSchema,
   attemptsOfMessage,
   classifyHttpOutcome,
-  computeBackoffMs,
-  decideAfterFailure,
+  decideAttemptOutcome,
   formatTraceparent,
   parseTraceparent,
   storedTraceContext,
@@ -77,26 +76,25 @@ function decide(started: sql.StartedAttempt, result: HttpCallResult, now: Date, 
     retryAfterHeader: result.retryAfter ?? undefined,
     now,
   });
-  if (classified.kind === "success") {
-    return { decision: { kind: "succeeded" }, outcome: "success", error: null, result: { status: result.status, body: result.body ?? "" } };
-  }
+  const decision = decideAttemptOutcome({
+    ended: classified.kind,
+    attemptCount: started.attempt_count,
+    maxAttempts: started.max_attempts,
+    backoff: started.backoff,
+    retryAfterMs: classified.kind === "retry_after" ? classified.retryAfterMs : undefined,
+    now,
+    expiresAt: started.expires_at,
+    // A cancel recorded while the attempt ran is applied by the completion statement, which sees it.
+    cancelRequested: false,
+    random,
+  });
+  if (classified.kind === "success") return { decision, outcome: "success", error: null, result: { status: result.status, body: result.body ?? "" } };
   const error = {
     kind: classified.kind,
     status: result.status ?? null,
     message: result.networkError ?? (result.timedOut ? "timed out" : `HTTP ${result.status}`),
     body: result.body?.slice(0, 2048) ?? null,
   };
-  const retryable = classified.kind !== "non_retryable";
-  let delay = computeBackoffMs(started.backoff, started.attempt_count, random);
-  if (classified.kind === "retry_after") delay = Math.max(delay, classified.retryAfterMs);
-  const verdict = decideAfterFailure({
-    attemptCount: started.attempt_count,
-    maxAttempts: started.max_attempts,
-    retryable,
-    nextDueAt: new Date(now.getTime() + delay),
-    expiresAt: started.expires_at,
-  });
-  const decision: sql.AttemptDecision = verdict === "retry" ? { kind: "retry", dueInMs: delay } : verdict === "fail" ? { kind: "dead" } : { kind: "expired" };
   return { decision, outcome: classified.kind, error, result: null };
 }
 
@@ -223,7 +221,7 @@ async function runInSlots(
   releaseStart: () => void,
   dispatch: TraceContext | null,
 ): Promise<RunOutcome> {
-  const { pool, logger, metrics } = deps;
+  const { pool, metrics } = deps;
 
   // Downstream protection (S11): an open breaker or a spent retry budget hands the job back without
   // starting it, so no attempt is burned. If Redis cannot answer, the attempt runs (fail open).
@@ -240,15 +238,37 @@ async function runInSlots(
       return { kind: "discarded", reason: admission };
     }
   }
+  // The admission holds the breaker (a half-open probe's slot): whatever way the attempt ends, it is given
+  // back unless the call's health was recorded on it.
+  let recorded = false;
+  try {
+    return await runAdmitted(deps, config, msg, rank, releaseStart, dispatch, breaker, () => {
+      recorded = true;
+    });
+  } finally {
+    if (breaker && !recorded) await deps.breakers.release(breaker).catch(() => {});
+  }
+}
+
+/** runInSlots once the breaker (if any) admitted the attempt; `recorded` is called when the call's health is recorded on it. */
+async function runAdmitted(
+  deps: AttemptRunnerDeps,
+  config: AttemptRunnerConfig,
+  msg: AttemptMessage,
+  rank: number,
+  releaseStart: () => void,
+  dispatch: TraceContext | null,
+  breaker: BreakerKey | null,
+  recorded: () => void,
+): Promise<RunOutcome> {
+  const { pool, logger, metrics } = deps;
   const start = await startPaced(deps, config, msg);
   if (start === "requeued") {
-    if (breaker) await deps.breakers.release(breaker).catch(() => {});
     metrics.discarded.inc({ reason: "replay_paced" });
     return { kind: "discarded", reason: "replay_paced" };
   }
   const { started } = start;
   if (!started) {
-    if (breaker) await deps.breakers.release(breaker).catch(() => {});
     const reason = await sql.explainUnstartable(pool, msg.attemptId, msg.jobId, msg.version);
     metrics.discarded.inc({ reason });
     logger.info({ tenantId: msg.tenantId, jobId: msg.jobId, attemptId: msg.attemptId, shard: msg.shard, epoch: msg.epoch, reason }, "dispatch message discarded");
@@ -299,20 +319,18 @@ async function runInSlots(
   }
   endAttemptSpan(span, result, lease.lost());
   if (result.withheld !== undefined) {
-    if (breaker) await deps.breakers.release(breaker).catch(() => {});
     metrics.sendsWithheld.inc();
     logger.warn({ ...context, reason: result.withheld }, "attempt given up before sending: its lease may have been taken over (the reaper retries the job)");
     return { kind: "lease_lost" };
   }
   if (lease.lost() || result.aborted) {
-    if (breaker) await deps.breakers.release(breaker).catch(() => {});
     metrics.leaseLost.inc();
     logger.warn(context, "attempt abandoned: lease lost (the reaper retries the job)");
     return { kind: "lease_lost" };
   }
   deps.faults.hit("worker.after-call-before-complete");
-  if (breaker && result.blocked) await deps.breakers.release(breaker).catch(() => {});
   if (breaker && !result.blocked) {
+    recorded();
     // A 4xx other than 408/425/429 is the dependency answering properly; only signs of ill health count.
     const healthy = result.status !== undefined && (result.status < 500 && ![408, 425, 429].includes(result.status));
     const state = await deps.breakers.record(breaker, healthy).catch(() => null);

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import { z } from "zod";
 import { ensureSigningSecrets, sql } from "@tick/db";
-import { formatTraceparent, storedTraceContext } from "@tick/core";
+import { computeBackoffMs, formatTraceparent, storedTraceContext } from "@tick/core";
 import { NO_TRACING, type Logger, type Tracing } from "@tick/runtime";
 import type { HttpCaller } from "./http-call.js";
 import { signWebhook } from "./webhook-signing.js";
@@ -94,7 +94,7 @@ async function deliver(deps: WebhookDeliveryDeps, config: WebhookDeliveryConfig,
   if (span.context.traceState) headers.tracestate = span.context.traceState;
   const result = await deps.http.call({ method: "POST", url: delivery.url, headers, body, timeoutMs: config.timeoutMs });
   const delivered = result.status !== undefined && result.status >= 200 && result.status < 300;
-  const retryInMs = delivered || tries >= config.maxTries || result.blocked ? null : Math.min(config.retryMaxMs, config.retryBaseMs * 2 ** (tries - 1));
+  const retryInMs = delivered || tries >= config.maxTries || result.blocked ? null : computeBackoffMs({ strategy: "exponential", baseMs: config.retryBaseMs, maxMs: config.retryMaxMs, jitter: "none" }, tries, Math.random);
   const error = delivered ? null : (result.blocked ?? result.networkError ?? (result.timedOut ? "timed out" : `HTTP ${result.status}`));
   span.setAttributes({ "http.response.status_code": result.status });
   if (error !== null) span.fail(error);

@@ -1,11 +1,11 @@
-// Worker-side hot path (S1, S5, S7, S15): start an attempt under a lease, renew it, complete it.
+// Worker-side hot path (S1, S5, S7, S15): start an attempt under a lease and renew it (its end is in finish.ts).
 // Each is one conditional statement; a lost race is a normal result (null / false), not an error.
 import type pg from "pg";
 import { ATTEMPTS_ALL, JOBS_ALL } from "./lifecycle.js";
 import { inTransaction } from "../in-transaction.js";
-import { DECISION_EVENT, JOB_STATUS_WRITES, stateLiteral, statusIn } from "./job-status-writes.js";
+import { JOB_STATUS_WRITES, stateLiteral, statusIn } from "./job-status-writes.js";
 import type { Queryable } from "./types.js";
-import { jobWebhookCtes } from "./webhooks.js";
+import type { CompletionResult } from "./finish.js";
 
 export interface StartedAttempt {
   job_id: string;
@@ -215,20 +215,6 @@ export async function explainUnstartable(db: Queryable, attemptId: string, jobId
 }
 
 /**
- * Heartbeat: extends the lease of a running attempt that still holds it (database time). False means
- * the lease is gone (expired, reaped, or the job moved on): the worker must abort and not complete.
- */
-export async function renewAttemptLease(db: Queryable, attemptId: string, leaseMs: number): Promise<Date | null> {
-  const { rows } = await db.query<{ lease_expires_at: Date }>(
-    `UPDATE attempts SET lease_expires_at = now() + make_interval(secs => $2 / 1000.0), heartbeat_at = now()
-      WHERE id = $1 AND status = 'running' AND lease_expires_at > now()
-      RETURNING lease_expires_at`,
-    [attemptId, leaseMs],
-  );
-  return rows[0]?.lease_expires_at ?? null;
-}
-
-/**
  * One heartbeat for many attempts (the worker's lease keeper renews all of its running attempts per
  * beat): each row is renewed only if it still holds its lease, as in renewAttemptLease. A row locked by
  * another statement (its own completion committing) is skipped, not waited for, so one busy row never
@@ -252,154 +238,6 @@ export async function renewAttemptLeases(db: Queryable, attemptIds: readonly str
     [attemptIds, leaseMs],
   );
   return { renewed: new Set(rows.filter((r) => r.renewed).map((r) => r.id)), busy: new Set(rows.filter((r) => !r.renewed).map((r) => r.id)) };
-}
-
-export type AttemptDecision =
-  | { kind: "succeeded" }
-  | { kind: "retry"; dueInMs: number }
-  | { kind: "dead" }
-  | { kind: "expired" }
-  | { kind: "cancelled" };
-
-export interface CompleteAttemptArgs {
-  attemptId: string;
-  jobId: string;
-  /** Job version after start, and the attempt's fencing token: the completion is fenced on both (S7). */
-  version: number;
-  fencingToken: string;
-  outcome: string;
-  decision: AttemptDecision;
-  httpStatus: number | null;
-  error: unknown;
-  result: unknown;
-  durationMs: number;
-}
-
-/**
- * Records an attempt's end and moves the job on, conditional on the job still running this attempt at
- * this version and fencing token. If the lease was taken over meanwhile the job update matches nothing:
- * the late completion is refused and counted on the attempt as a duplicate signal. Returns whether it won,
- * and, for a terminal outcome, the job's tenant/shard so the caller can emit the completion webhook.
- */
-export async function completeAttempt(db: Queryable, a: CompleteAttemptArgs): Promise<{ won: boolean; status: string | null; dueAt: Date | null }> {
-  const { rows } = await db.query<{ due_at: Date; status: string }>(`WITH ${COMPLETE_CTES} SELECT due_at, status FROM job`, completeParams(a));
-  return { won: rows.length > 0, status: rows[0]?.status ?? null, dueAt: rows[0]?.due_at ?? null };
-}
-
-/**
- * The completion's conditional updates: the job (returning what its webhooks need), the attempt, a late
- * completion. $5 is the job's new status, `complete.to` of the decision's event (completeParams).
- */
-const complete = JOB_STATUS_WRITES.completeAttempt;
-const COMPLETE_CTES = `job AS (
-       UPDATE jobs SET
-              -- A cancel asked for while this attempt ran: no further attempt (the API promised it).
-              status = CASE WHEN $5 = ${stateLiteral(complete.to.retry)} AND cancel_requested_at IS NOT NULL THEN ${stateLiteral(complete.to.abandon)}::job_status ELSE $5::job_status END,
-              version = version + 1, updated_at = now(),
-              current_attempt_id = NULL,
-              due_at = CASE WHEN $5 = ${stateLiteral(complete.to.retry)} THEN now() + make_interval(secs => $6 / 1000.0) ELSE due_at END,
-              finished_at = CASE WHEN $5 = ${stateLiteral(complete.to.retry)} AND cancel_requested_at IS NULL THEN NULL ELSE now() END,
-              last_error = CASE WHEN $5 = ${stateLiteral(complete.to.succeed)} THEN last_error ELSE $8::jsonb END,
-              result = CASE WHEN $5 = ${stateLiteral(complete.to.succeed)} THEN $9::jsonb ELSE result END
-        WHERE id = $2 AND ${statusIn("status", complete.from)} AND version = $3 AND current_attempt_id = $1 AND fencing_token = $4::bigint
-        RETURNING id, tenant_id, shard, queue_id, status, due_at, idempotency_key, attempt_count, result, last_error,
-                  metadata, schedule_id, finished_at, callback_url, traceparent, tracestate
-     ), attempt AS (
-       UPDATE attempts SET status = CASE WHEN $5 = ${stateLiteral(complete.to.succeed)} THEN 'succeeded'::attempt_status ELSE 'failed'::attempt_status END,
-              finished_at = now(), outcome = $7, http_status = $10, error = $8::jsonb, duration_ms = $11
-        WHERE id = $1 AND status = 'running' AND EXISTS (SELECT 1 FROM job)
-     ), late AS (
-       UPDATE attempts SET late_completions = late_completions + 1
-        WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM job)
-     )`;
-
-function completeParams(a: CompleteAttemptArgs): unknown[] {
-  const target = complete.to[DECISION_EVENT[a.decision.kind]];
-  return [
-    a.attemptId,
-    a.jobId,
-    a.version,
-    a.fencingToken,
-    target,
-    a.decision.kind === "retry" ? a.decision.dueInMs : 0,
-    a.outcome,
-    a.error === null || a.error === undefined ? null : JSON.stringify(a.error),
-    a.result === null || a.result === undefined ? null : JSON.stringify(a.result),
-    a.httpStatus,
-    a.durationMs,
-  ];
-}
-
-/**
- * completeAttempt plus, when the job reached a terminal status, its completion webhooks: one statement
- * (one round trip, atomic), so a job is never finished without its webhook being on its way (and vice versa).
- */
-export async function completeAttemptAndNotify(db: Queryable, a: CompleteAttemptArgs): Promise<{ won: boolean; status: string | null; dueAt: Date | null }> {
-  const { rows } = await db.query<{ due_at: Date; status: string }>(
-    `WITH ${COMPLETE_CTES}, ${jobWebhookCtes("SELECT * FROM job")}
-     SELECT due_at, status FROM job`,
-    completeParams(a),
-  );
-  return { won: rows.length > 0, status: rows[0]?.status ?? null, dueAt: rows[0]?.due_at ?? null };
-}
-
-export interface CompletionResult {
-  won: boolean;
-  status: string | null;
-  dueAt: Date | null;
-}
-
-/**
- * completeAttemptAndNotify for many attempts in one statement (the worker's completer batches what its
- * concurrent attempts finish within a few milliseconds). Every row keeps its own fence: the job still
- * running that attempt at that version and fencing token. A row that lost is counted on its attempt as a
- * late completion and comes back `won: false`; the winners' terminal webhooks are written in the same
- * statement. One result per input row, in input order.
- */
-export async function completeAttemptsAndNotify(db: Queryable, completions: readonly CompleteAttemptArgs[]): Promise<CompletionResult[]> {
-  if (completions.length === 0) return [];
-  const params = completions.map(completeParams);
-  const column = (i: number) => params.map((p) => p[i]);
-  const { rows } = await db.query<{ attempt_id: string; due_at: Date; status: string }>({
-    // A named statement: parsed and planned once per connection, not per call (hot path; the text is constant).
-    name: "tick_complete_attempts",
-    text: `WITH input AS (
-       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::bigint[], $5::text[], $6::float8[], $7::text[],
-                            $8::jsonb[], $9::jsonb[], $10::int[], $11::int[])
-         AS r(attempt_id, job_id, version, fencing_token, target, due_in_ms, outcome, error, result, http_status, duration_ms)
-     ), job AS (
-       UPDATE jobs j SET
-              -- A cancel asked for while this attempt ran: no further attempt (the API promised it).
-              status = CASE WHEN r.target = ${stateLiteral(complete.to.retry)} AND j.cancel_requested_at IS NOT NULL THEN ${stateLiteral(complete.to.abandon)}::job_status ELSE r.target::job_status END,
-              version = j.version + 1, updated_at = now(),
-              current_attempt_id = NULL,
-              due_at = CASE WHEN r.target = ${stateLiteral(complete.to.retry)} THEN now() + make_interval(secs => r.due_in_ms / 1000.0) ELSE j.due_at END,
-              finished_at = CASE WHEN r.target = ${stateLiteral(complete.to.retry)} AND j.cancel_requested_at IS NULL THEN NULL ELSE now() END,
-              last_error = CASE WHEN r.target = ${stateLiteral(complete.to.succeed)} THEN j.last_error ELSE r.error END,
-              result = CASE WHEN r.target = ${stateLiteral(complete.to.succeed)} THEN r.result ELSE j.result END
-         FROM input r
-        WHERE j.id = r.job_id AND ${statusIn("j.status", complete.from)} AND j.version = r.version AND j.current_attempt_id = r.attempt_id
-          AND j.fencing_token = r.fencing_token
-        RETURNING j.id, j.tenant_id, j.shard, j.queue_id, j.status, j.due_at, j.idempotency_key, j.attempt_count, j.result, j.last_error,
-                  j.metadata, j.schedule_id, j.finished_at, j.callback_url, j.traceparent, j.tracestate, r.attempt_id
-     ), attempt AS (
-       UPDATE attempts a SET status = CASE WHEN r.target = ${stateLiteral(complete.to.succeed)} THEN 'succeeded'::attempt_status ELSE 'failed'::attempt_status END,
-              finished_at = now(), outcome = r.outcome, http_status = r.http_status, error = r.error, duration_ms = r.duration_ms
-         FROM input r
-        WHERE a.id = r.attempt_id AND a.status = 'running' AND r.attempt_id IN (SELECT attempt_id FROM job)
-     ), late AS (
-       UPDATE attempts a SET late_completions = a.late_completions + 1
-         FROM input r
-        WHERE a.id = r.attempt_id AND r.attempt_id NOT IN (SELECT attempt_id FROM job)
-     ), ${jobWebhookCtes("SELECT * FROM job")}
-     SELECT attempt_id, due_at, status FROM job`,
-    values: params[0]!.map((_, i) => column(i)),
-  });
-  const won = new Map(rows.map((r) => [r.attempt_id, r]));
-  return completions.map((c) => {
-    const row = won.get(c.attemptId);
-    return { won: row !== undefined, status: row?.status ?? null, dueAt: row?.due_at ?? null };
-  });
 }
 
 /**

@@ -235,32 +235,6 @@ export async function roundFacts(db: Queryable, shard: number, tenantIds: readon
   };
 }
 
-/**
- * Jobs of a shard past their expiry deadline that never started: scheduled|dispatched → expired
- * (version + 1), discarding an unstarted attempt. Bounded per call.
- */
-export async function expireOverdueJobs(db: Queryable, shard: number, limit: number): Promise<{ id: string; tenant_id: string }[]> {
-  const expire = JOB_STATUS_WRITES.expireOverdueJobs;
-  const { rows } = await db.query<{ id: string; tenant_id: string }>(
-    `WITH due AS (
-       SELECT id FROM jobs
-        WHERE shard = $1 AND expires_at IS NOT NULL AND expires_at <= now() AND ${statusIn("status", expire.from)}
-        ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED
-     ), expired AS (
-       UPDATE jobs j SET status = ${stateLiteral(expire.to.expire)}, version = j.version + 1, finished_at = now(), updated_at = now(),
-              last_error = jsonb_build_object('kind', 'expired', 'message', 'the job passed its expiry deadline before it could start')
-         FROM due WHERE j.id = due.id
-        RETURNING j.id, j.tenant_id, j.current_attempt_id
-     ), discarded AS (
-       UPDATE attempts a SET status = 'discarded', finished_at = now(), outcome = 'expired'
-         FROM expired e WHERE a.id = e.current_attempt_id AND a.status = 'pending'
-     )
-     SELECT id, tenant_id FROM expired`,
-    [shard, limit],
-  );
-  return rows;
-}
-
 /** When the tenant's earliest scheduled job of this shard is due (null: none scheduled). */
 export async function nextDueAt(db: Queryable, shard: number, tenantId: string): Promise<Date | null> {
   const { rows } = await db.query<{ due_at: Date | null }>(

@@ -6,6 +6,7 @@ export * from "./dispatch.js";
 export * from "./outbox.js";
 export * from "./reaper.js";
 export * from "./attempts.js";
+export * from "./finish.js";
 export * from "./webhooks.js";
 export * from "./schedules.js";
 export * from "./replays.js";

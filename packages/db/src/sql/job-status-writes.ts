@@ -18,13 +18,13 @@ export const JOB_STATUS_WRITES = {
   cancelJobBeforeStart: { from: ["scheduled", "dispatched"], to: { cancel: "cancelled" } },
   startAttempt: { from: ["dispatched"], to: { start: "running" } },
   requeueAttempt: { from: ["dispatched"], to: { requeue: "scheduled" } },
-  // A retry whose job had a cancel asked for while the attempt ran is abandoned instead (the cancel's 202).
+  // A job whose cancel was recorded while its attempt ran is abandoned unless the attempt succeeded (the cancel's 202).
   completeAttempt: { from: ["running"], to: { succeed: "succeeded", retry: "scheduled", fail: "dead", expire: "expired", abandon: "cancelled" } },
   settleExpiredLease: { from: ["running"], to: { retry: "scheduled", fail: "dead", expire: "expired", abandon: "cancelled" } },
   releaseReplayJobs: { from: ["dead"], to: { replay: "scheduled" } },
 } as const satisfies Record<string, JobStatusWrite>;
 
-/** The event an attempt's settled decision performs on its job (completeAttempt, settleExpiredLease). */
+/** The event an attempt's decision performs on its job (completeAttempt, settleExpiredLease in finish.ts). */
 export const DECISION_EVENT = { succeeded: "succeed", retry: "retry", dead: "fail", expired: "expire", cancelled: "abandon" } as const satisfies Record<string, JobEvent>;
 
 /** A state as an SQL literal: `'running'`. */

@@ -253,28 +253,6 @@ export async function findJob(db: Queryable, tenantId: string, jobId: string): P
 }
 
 /**
- * scheduled|dispatched → cancelled (version + 1), discarding a dispatched attempt that has not started.
- * The worker's pre-execution check sees the new version and drops the message (S15). Null: the job was
- * not cancellable at that instant (running, finished or absent).
- */
-export async function cancelJobBeforeStart(db: Queryable, tenantId: string, jobId: string): Promise<JobRow | null> {
-  const cancel = JOB_STATUS_WRITES.cancelJobBeforeStart;
-  const { rows } = await db.query<JobRow>(
-    `WITH cancelled AS (
-       UPDATE jobs SET status = ${stateLiteral(cancel.to.cancel)}, version = version + 1, finished_at = now(), updated_at = now()
-        WHERE tenant_id = $1 AND id = $2 AND ${statusIn("status", cancel.from)}
-        RETURNING *
-     ), discarded AS (
-       UPDATE attempts SET status = 'discarded', finished_at = now(), outcome = 'cancelled'
-        WHERE id = (SELECT current_attempt_id FROM cancelled) AND status = 'pending'
-     )
-     SELECT c.*, (SELECT q.name FROM queues q WHERE q.id = c.queue_id) AS queue_name FROM cancelled c`,
-    [tenantId, jobId],
-  );
-  return rows[0] ?? null;
-}
-
-/**
  * Records a cancel on a running job (first_request: not recorded before) without touching its version (the running attempt's completion is
  * fenced on the version, and it must still be able to record what happened). The worker makes no
  * further attempt once cancel_requested_at is set.

@@ -1,6 +1,5 @@
 // Reaper (S1, S5, S10): finds attempts that will never finish on their own. Run inside a transaction
 // fenced by the shard lease, like every scheduler write.
-import { DECISION_EVENT, JOB_STATUS_WRITES, stateLiteral, statusIn } from "./job-status-writes.js";
 import { probeShards, type ProbeResult, type ShardProbe } from "./shard-leases.js";
 import type { Queryable } from "./types.js";
 
@@ -37,58 +36,6 @@ export async function lockExpiredLeases(db: Queryable, shard: number, marginMs: 
     [shard, marginMs, limit],
   );
   return rows;
-}
-
-export type LeaseExpiryDecision =
-  | { kind: "retry"; dueInMs: number }
-  | { kind: "dead" }
-  | { kind: "expired" }
-  | { kind: "cancelled" };
-
-/** One lost attempt and what the reaper decided for its job. */
-export interface LeaseSettlement {
-  lease: ExpiredLease;
-  decision: LeaseExpiryDecision;
-}
-
-/**
- * Settles a batch of lost attempts in one statement (River's rescuer: decide in code, write once): each
- * job moves on as decided and its attempt is marked lost, each row on its own conditions: the job still
- * at the version the reaper read, this attempt still its current one, running, and its lease still ended
- * more than `marginMs` ago. Returns the job IDs that were settled; a row that lost a race is left as is.
- */
-export async function settleExpiredLeases(db: Queryable, settlements: LeaseSettlement[], marginMs: number): Promise<Set<string>> {
-  if (settlements.length === 0) return new Set();
-  const error = { kind: "lease_expired", message: "the worker stopped renewing its lease; the attempt is presumed lost (its effect may have happened)" };
-  const settle = JOB_STATUS_WRITES.settleExpiredLease;
-  const { rows } = await db.query<{ id: string }>(
-    `WITH decided AS (
-       SELECT d.* FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::job_status[], $5::float8[]) AS d(attempt_id, job_id, version, target, due_in_ms)
-         -- Only attempts still running whose lease still ended (the status of an attempt, not of a job).
-         JOIN attempts a ON a.id = d.attempt_id AND a.status = 'running' AND a.lease_expires_at < now() - make_interval(secs => $7 / 1000.0)
-     ), settled AS (
-       UPDATE jobs j SET status = d.target, version = j.version + 1, current_attempt_id = NULL, last_error = $6, updated_at = now(),
-              due_at = CASE WHEN d.target = ${stateLiteral(settle.to.retry)} THEN now() + make_interval(secs => d.due_in_ms / 1000.0) ELSE j.due_at END,
-              finished_at = CASE WHEN d.target = ${stateLiteral(settle.to.retry)} THEN NULL ELSE now() END
-         FROM decided d
-        WHERE j.id = d.job_id AND j.version = d.version AND ${statusIn("j.status", settle.from)} AND j.current_attempt_id = d.attempt_id
-        RETURNING j.id, d.attempt_id
-     ), lost AS (
-       UPDATE attempts a SET status = 'lease_expired', finished_at = now(), outcome = 'lease_expired', error = $6
-         FROM settled s WHERE a.id = s.attempt_id
-     )
-     SELECT id FROM settled`,
-    [
-      settlements.map((s) => s.lease.attempt_id),
-      settlements.map((s) => s.lease.job_id),
-      settlements.map((s) => s.lease.job_version),
-      settlements.map((s) => settle.to[DECISION_EVENT[s.decision.kind]]),
-      settlements.map((s) => (s.decision.kind === "retry" ? s.decision.dueInMs : 0)),
-      error,
-      marginMs,
-    ],
-  );
-  return new Set(rows.map((r) => r.id));
 }
 
 /**

@@ -1,76 +1,18 @@
 // Completion webhooks (SPEC §1): for every terminal outcome, a delivery per destination (the job's
-// callback URL and each enabled endpoint subscribed to the event) and an outbox row, written in the
-// same transaction as the outcome. Deliveries retry with backoff; the rows are the delivery log.
+// callback URL and each enabled endpoint subscribed to the event) and an outbox row, written by the
+// statement that ends the job (finish.ts). Deliveries retry with backoff; the rows are the delivery log.
 import type { Queryable } from "./types.js";
 
 /** The event a completion webhook announces (not core's JobEvent, which names a state-machine transition). */
 export type WebhookEventType = "job.succeeded" | "job.dead" | "job.expired" | "job.cancelled";
 
-export const EVENT_FOR_STATUS: Record<string, WebhookEventType | undefined> = {
+/** The completion webhook's event of each terminal job state (finish.ts refuses to load if one lacks an event). */
+export const EVENT_FOR_STATUS: Readonly<Record<string, WebhookEventType | undefined>> = {
   succeeded: "job.succeeded",
   dead: "job.dead",
   expired: "job.expired",
   cancelled: "job.cancelled",
 };
-
-/**
- * The statement parts that create the completion webhooks (deliveries and their outbox rows) of the jobs
- * `source` yields that are terminal: a callback URL and every enabled endpoint of the tenant subscribed to
- * the event. `source` is a SELECT of job rows, so a completion can pass its own UPDATE's RETURNING and do it
- * all in one statement (it must return the columns used here, the job's traceparent and tracestate among
- * them: each delivery keeps its job's trace). Idempotent per (job, event, url). Uses no parameters.
- */
-export function jobWebhookCtes(source: string): string {
-  // Each CTE reads the one before it and nothing joins back: `destinations` carries every column the
-  // delivery needs, and the outbox row takes the shard from the job by its key. Joining the deliveries back
-  // to `finished` makes the planner (which sees one row in a CTE) re-run the endpoint lookup of every
-  // finished job once per finished job: 2,500 index probes, 14 ms, for a batch of 50 completions.
-  return `finished AS (
-       SELECT j.id, j.tenant_id, j.queue_id, j.status, j.idempotency_key, j.attempt_count, j.result, j.last_error, j.metadata,
-              j.schedule_id, j.finished_at, j.callback_url, j.traceparent, j.tracestate,
-              CASE j.status WHEN 'succeeded' THEN 'job.succeeded' WHEN 'dead' THEN 'job.dead'
-                            WHEN 'expired' THEN 'job.expired' WHEN 'cancelled' THEN 'job.cancelled' END AS event
-         FROM (${source}) j WHERE j.status IN ('succeeded', 'dead', 'expired', 'cancelled')
-     ), destinations AS (
-       SELECT f.*, f.callback_url AS url, NULL::uuid AS endpoint_id FROM finished f
-        WHERE f.callback_url IS NOT NULL
-       UNION ALL
-       SELECT f.*, e.url, e.id FROM finished f
-         JOIN webhook_endpoints e ON e.tenant_id = f.tenant_id AND e.enabled AND f.event = ANY(e.events)
-     ), deliveries AS (
-       INSERT INTO webhook_deliveries (id, tenant_id, endpoint_id, job_id, event, url, traceparent, tracestate, payload)
-       SELECT gen_random_uuid(), d.tenant_id, d.endpoint_id, d.id, d.event, d.url, d.traceparent, d.tracestate,
-              jsonb_build_object(
-                'type', d.event,
-                'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-                'data', jsonb_build_object(
-                  'jobId', d.id, 'status', d.status, 'queueId', d.queue_id, 'idempotencyKey', d.idempotency_key,
-                  'attemptCount', d.attempt_count, 'result', d.result, 'lastError', d.last_error,
-                  'metadata', d.metadata, 'scheduleId', d.schedule_id, 'finishedAt', d.finished_at))
-         FROM destinations d
-       ON CONFLICT (job_id, event, url) DO NOTHING
-       RETURNING id, tenant_id, job_id
-     ), webhook_outbox AS (
-       INSERT INTO outbox (kind, shard, tenant_id, job_id, payload)
-       SELECT 'webhook', j.shard, d.tenant_id, d.job_id, jsonb_build_object('deliveryId', d.id, 'try', 1)
-         FROM deliveries d JOIN jobs j ON j.id = d.job_id
-       RETURNING 1
-     )`;
-}
-
-/**
- * Creates the deliveries (and their outbox rows) for jobs that just reached a terminal status. Call in
- * the transaction that made them terminal. Idempotent per (job, event, url).
- */
-export async function enqueueJobWebhooks(db: Queryable, jobIds: string[]): Promise<number> {
-  if (jobIds.length === 0) return 0;
-  const { rows } = await db.query<{ n: number }>(
-    `WITH ${jobWebhookCtes("SELECT * FROM jobs WHERE id = ANY($1::uuid[])")}
-     SELECT count(*)::int AS n FROM webhook_outbox`,
-    [jobIds],
-  );
-  return rows[0]!.n;
-}
 
 export interface DeliveryToSend {
   id: string;

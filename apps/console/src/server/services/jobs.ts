@@ -292,7 +292,6 @@ export async function cancelJob({ pool }: Pick<TenantServiceDeps, "pool">, princ
     for (let round = 0; round < 3; round += 1) {
       const before = await sql.cancelJobBeforeStart(client, tenantId, jobId);
       if (before) {
-        await sql.enqueueJobWebhooks(client, [before.id]);
         await audit(client, "job.cancelled", before);
         return cancelled(before, false);
       }
