@@ -104,6 +104,59 @@ export function findUndeclaredStatusWrites(files: readonly SourceFile[], registr
   return findings;
 }
 
+/** Where every end of a job is written (packages/db/src/sql/finish.ts), and the builder its statements go through. */
+export const FINISH_PATH_FILE = "packages/db/src/sql/finish.ts";
+const FINISH_BUILDER = "endingStatement";
+
+/**
+ * The finish path: a statement that can move jobs to a terminal state (one of its declared transitions leads
+ * to one) is in FINISH_PATH_FILE and is composed by its builder, `endingStatement(...)`, which appends what
+ * must follow every end (the completion webhooks, and whatever is added there later). A terminal write
+ * anywhere else, or in that file without the builder, would end jobs without it.
+ */
+export function findTerminalWritesOutsideFinishPath(files: readonly SourceFile[], registry: StatusWriteRegistry, terminal: readonly string[]): Finding[] {
+  const findings: Finding[] = [];
+  const ends = new Set(terminal);
+  const endingEntries = new Set(
+    Object.entries(registry)
+      .filter(([, write]) => ("creates" in write ? ends.has(write.creates) : Object.values(write.to).some((to) => ends.has(to))))
+      .map(([name]) => name),
+  );
+  for (const file of files) {
+    if (!/\bjobs\b/.test(file.text)) continue;
+    const aliases = registryAliases(file);
+    forEachNode(file, (node) => {
+      const sql = sqlOf(file, node);
+      if (!sql || !/\bUPDATE\s+jobs\b|\bINSERT\s+INTO\s+jobs\b/i.test(sql.text)) return;
+      const writes = statusWrites(sql.text);
+      if (writes.length === 0) return;
+      const ending = [...new Set(sql.expressions.flatMap((e) => referencedEntries(e, aliases)))].filter((name) => endingEntries.has(name));
+      if (ending.length === 0) return;
+      const at = { check: JOB_STATUS_WRITES_CHECK, file: file.path, line: lineAt(file, sql.start + writes[0]!.start) };
+      const states = ending.flatMap((name) => {
+        const write = registry[name]!;
+        return "creates" in write ? [write.creates] : Object.values(write.to).filter((to) => ends.has(to));
+      });
+      const what = `${ending.join(", ")} ends jobs (${[...new Set(states)].join(", ")})`;
+      if (file.path !== FINISH_PATH_FILE) {
+        findings.push({ ...at, message: `${what} outside the finish path: a terminal status write is a statement in ${FINISH_PATH_FILE} composed by ${FINISH_BUILDER}, which writes what follows every end (the completion webhooks)` });
+      } else if (!isArgumentOf(node, FINISH_BUILDER)) {
+        findings.push({ ...at, message: `${what} without ${FINISH_BUILDER}: what must follow every end (the completion webhooks) would be skipped` });
+      }
+    });
+  }
+  return findings;
+}
+
+/** Whether `node` is (part of) an argument of a call to the function named `callee`. */
+function isArgumentOf(node: ts.Node, callee: string): boolean {
+  for (let n: ts.Node = node; n.parent; n = n.parent) {
+    const parent = n.parent;
+    if (ts.isCallExpression(parent) && parent.arguments.includes(n as ts.Expression) && ts.isIdentifier(parent.expression) && parent.expression.text === callee) return true;
+  }
+  return false;
+}
+
 function entryFinding(registryFile: SourceFile, name: string, message: string): Finding {
   const m = new RegExp(`^(\\s*)${name}\\s*:`, "m").exec(registryFile.text);
   return { check: JOB_STATUS_WRITES_CHECK, file: registryFile.path, line: m ? lineAt(registryFile, m.index + m[1]!.length) : 1, message };
