@@ -1,7 +1,7 @@
 import { hasScope, ROLE_SCOPES } from "@tick/contract";
 import { requireConsoleUser, TenantPage } from "@/components/console-page";
 import { getTenantServiceDeps } from "@/server/api/deps";
-import { getTenantLimits } from "@/server/services/overview";
+import { getTenantLimits } from "@/server/services/settings";
 import { SettingsConsole } from "./settings-console";
 
 export const dynamic = "force-dynamic";

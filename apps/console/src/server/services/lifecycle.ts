@@ -1,57 +1,17 @@
 import type { z } from "zod";
 import { AppError } from "@tick/core";
-import type { exportJobsQuerySchema, updateTenantSettingsSchema } from "@tick/contract";
-import { inTransaction, sql, type Queryable } from "@tick/db";
+import type { exportJobsQuerySchema } from "@tick/contract";
+import { inTransaction, sql } from "@tick/db";
 import { auditActor, type ApiPrincipal } from "../api/authenticate";
 import { writeAudit } from "./audit";
 import { attemptView, jobView } from "./views";
 import type { TenantServiceDeps } from "./tenant-service-deps";
 
-// Data lifecycle: retention settings and the NDJSON export of finished jobs.
+// Data lifecycle: the NDJSON export of a tenant's finished jobs, whose complete runs retention waits for when
+// the tenant asks it to (exportBeforePrune). The retention settings themselves are the Settings page's
+// (services/settings.ts).
 
 const EXPORT_PAGE = 500;
-
-function settingsView(row: sql.TenantSettingsRow, retentionMaxDays: number) {
-  return {
-    retentionDays: row.retention_days,
-    retentionMaxDays,
-    dlqRetentionDays: row.dlq_retention_days,
-    exportBeforePrune: row.export_before_prune,
-    exportedThrough: row.exported_through?.toISOString() ?? null,
-  };
-}
-
-export async function getSettings({ pool: db, retentionMaxDays }: { pool: Queryable; retentionMaxDays: number }, tenantId: string) {
-  const row = await sql.findTenantSettings(db, tenantId);
-  if (!row) throw new AppError("not_found", "No such tenant.");
-  return settingsView(row, retentionMaxDays);
-}
-
-/** Changes retention and export settings within the deployment's ceiling; audited with before and after. */
-export async function updateSettings(
-  { pool, retentionMaxDays }: TenantServiceDeps,
-  principal: ApiPrincipal,
-  input: z.output<typeof updateTenantSettingsSchema>,
-) {
-  if (input.retentionDays !== undefined && input.retentionDays > retentionMaxDays) {
-    throw new AppError("validation_failed", `retentionDays may be at most ${retentionMaxDays} (this deployment's ceiling).`, {
-      extra: { errors: [{ path: "retentionDays", message: `at most ${retentionMaxDays}` }] },
-    });
-  }
-  // The change and its audit row commit together.
-  return inTransaction(pool, async (client) => {
-    const before = await getSettings({ pool: client, retentionMaxDays }, principal.tenant.id);
-    const row = await sql.updateTenantSettings(client, principal.tenant.id, {
-      retentionDays: input.retentionDays ?? null,
-      dlqRetentionDays: input.dlqRetentionDays ?? null,
-      exportBeforePrune: input.exportBeforePrune ?? null,
-    });
-    if (!row) throw new AppError("not_found", "No such tenant.");
-    const after = settingsView(row, retentionMaxDays);
-    await sql.insertAudit(client, { ...auditActor(principal), action: "tenant.settings.updated", targetType: "tenant", targetId: principal.tenant.id, details: { before, after } });
-    return after;
-  });
-}
 
 /**
  * The tenant's finished jobs that finished in [from, to), with their attempts, as an NDJSON stream read a

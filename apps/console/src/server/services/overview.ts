@@ -24,11 +24,3 @@ export async function getTenantOverview({ prisma, pool }: Pick<TenantServiceDeps
   for (const g of groups) jobsByStatus[g.status] = g.n;
   return { jobsByStatus, queues, schedules, apiKeys, lifecycle };
 }
-
-/** The limits a platform operator set on the tenant, as its Settings page shows them (read only there). */
-export async function getTenantLimits({ prisma }: Pick<TenantServiceDeps, "prisma">, tenantId: string) {
-  return prisma.tenant.findUniqueOrThrow({
-    where: { id: tenantId },
-    select: { weight: true, admissionRate: true, admissionBurst: true, maxPendingJobs: true, maxInFlight: true },
-  });
-}

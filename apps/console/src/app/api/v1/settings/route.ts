@@ -1,6 +1,6 @@
 import { getTenantServiceDeps } from "@/server/api/deps";
 import { apiRoute } from "@/server/api/route";
-import { getSettings, updateSettings } from "@/server/services/lifecycle";
+import { getSettings, updateSettings } from "@/server/services/settings";
 
 export const dynamic = "force-dynamic";
 
