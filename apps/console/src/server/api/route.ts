@@ -16,11 +16,14 @@ export interface ApiRequest<N extends RouteName> {
   principal: ApiPrincipal;
   params: Route<N> extends { params: infer P } ? Out<P> : Record<string, never>;
   query: Route<N> extends { query: infer Q } ? Out<Q> : Record<string, never>;
-  /** The validated body, or the raw JSON for routes registered with `rawBody`. */
+  /** The body, validated by the route's schema. */
   body: Route<N> extends { body: infer B } ? Out<B> : undefined;
   idempotencyKey: string | null;
   request: Request;
 }
+
+/** The request of a `rawBody` route: its body is the parsed JSON, not yet validated (the handler validates it item by item). */
+export type RawBodyApiRequest<N extends RouteName> = Omit<ApiRequest<N>, "body"> & { body: unknown };
 
 export interface ApiResponse {
   status: number;
@@ -157,7 +160,17 @@ function answerRequest<P>(
  */
 export function apiRoute<N extends RouteName>(
   name: N,
+  handler: (req: RawBodyApiRequest<N>) => Promise<ApiResponse>,
+  options: ApiRouteOptions & { rawBody: true },
+): ReturnType<typeof handleRequest>;
+export function apiRoute<N extends RouteName>(
+  name: N,
   handler: (req: ApiRequest<N>) => Promise<ApiResponse>,
+  options?: ApiRouteOptions & { rawBody?: false },
+): ReturnType<typeof handleRequest>;
+export function apiRoute<N extends RouteName>(
+  name: N,
+  handler: ((req: ApiRequest<N>) => Promise<ApiResponse>) | ((req: RawBodyApiRequest<N>) => Promise<ApiResponse>),
   options: ApiRouteOptions = {},
 ) {
   const route = routes[name] as Route<N> & AnyRoute;

@@ -24,13 +24,12 @@ export interface JobServiceDeps {
   onOutcomes?: (tenantId: string, outcomes: readonly CreateOutcome[]) => void;
 }
 
-export interface CreateItem {
-  /** Unvalidated input (batch items are validated one by one). */
-  input: unknown;
+/** A job to create: validated by its route (a single create), or unvalidated input (a batch item, validated here one by one). */
+export type CreateItem = ({ job: CreateJob } | { input: unknown }) & {
   idempotencyKey: string | null;
   /** A problem found before validation (e.g. a malformed idempotencyKey in a batch item). */
   invalid?: AppError;
-}
+};
 
 export type CreateOutcome =
   | { status: 201 | 200; job: Job; replayed: boolean }
@@ -72,7 +71,7 @@ export async function createJobs(
         outcomes[index] = failure(item.invalid);
         return;
       }
-      const parsed = createJobSchema.safeParse(item.input);
+      const parsed = "job" in item ? { success: true as const, data: item.job } : createJobSchema.safeParse(item.input);
       if (!parsed.success) {
         outcomes[index] = failure(parsed.error);
         return;

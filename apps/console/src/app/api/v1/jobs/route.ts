@@ -12,8 +12,7 @@ export const POST = apiRoute(
     // The job keeps the request's trace (its traceparent header, or the "create job" span when tracing is on).
     const trace = await traceCreate(request, "create job", { "http.route": "/api/v1/jobs", "tick.tenant.id": principal.tenant.id });
     try {
-      // The body is validated inside createJobs (shared with batch), which also hashes it for idempotency.
-      const { outcomes, admission } = await createJobs(getJobDeps(), principal, [{ input: body, idempotencyKey }], trace.stored);
+      const { outcomes, admission } = await createJobs(getJobDeps(), principal, [{ job: body, idempotencyKey }], trace.stored);
       const outcome = outcomes[0]!;
       const headers = admission ? rateLimitHeaders(admission) : {};
       if ("error" in outcome) throw Object.assign(outcome.cause as Error, { headers });
@@ -29,7 +28,6 @@ export const POST = apiRoute(
       throw err;
     }
   },
-  { rawBody: true },
 );
 
 export const GET = apiRoute("listJobs", async ({ principal, query }) => ({

@@ -11,7 +11,7 @@ export const POST = apiRoute(
   "createJobsBatch",
   async ({ principal, body, request }) => {
     // Items are validated one by one so one bad item does not sink the other 999.
-    const raw = body as unknown as { jobs?: unknown };
+    const raw = body as { jobs?: unknown } | null;
     if (!raw || typeof raw !== "object" || !Array.isArray(raw.jobs) || raw.jobs.length < 1 || raw.jobs.length > 1000) {
       throw new AppError("validation_failed", "Send { \"jobs\": [...] } with 1 to 1,000 jobs.", {
         extra: { errors: [{ path: "jobs", message: "must be an array of 1 to 1000 jobs" }] },
