@@ -207,21 +207,23 @@ export async function runAttempt(deps: AttemptRunnerDeps, config: AttemptRunnerC
   const rank = msg.rank ?? 0;
   const releaseStart = deps.startSlots ? await deps.startSlots.acquire(rank) : () => {};
   try {
-    return await runInSlots(deps, config, msg, rank, releaseStart, dispatch);
+    return await runInSlots(deps, config, { msg, rank, releaseStart, dispatch });
   } finally {
     releaseStart();
   }
 }
 
-async function runInSlots(
-  deps: AttemptRunnerDeps,
-  config: AttemptRunnerConfig,
-  msg: AttemptMessage,
-  rank: number,
-  releaseStart: () => void,
-  dispatch: TraceContext | null,
-): Promise<RunOutcome> {
+/** One dispatch message on its way: its fair rank, the start slot it holds (released once it holds a call slot), its dispatch's trace. */
+interface Incoming {
+  msg: AttemptMessage;
+  rank: number;
+  releaseStart: () => void;
+  dispatch: TraceContext | null;
+}
+
+async function runInSlots(deps: AttemptRunnerDeps, config: AttemptRunnerConfig, incoming: Incoming): Promise<RunOutcome> {
   const { pool, metrics } = deps;
+  const { msg } = incoming;
 
   // Downstream protection (S11): an open breaker or a spent retry budget hands the job back without
   // starting it, so no attempt is burned. If Redis cannot answer, the attempt runs (fail open).
@@ -242,7 +244,7 @@ async function runInSlots(
   // back unless the call's health was recorded on it.
   let recorded = false;
   try {
-    return await runAdmitted(deps, config, msg, rank, releaseStart, dispatch, breaker, () => {
+    return await runAdmitted(deps, config, incoming, breaker, () => {
       recorded = true;
     });
   } finally {
@@ -254,10 +256,7 @@ async function runInSlots(
 async function runAdmitted(
   deps: AttemptRunnerDeps,
   config: AttemptRunnerConfig,
-  msg: AttemptMessage,
-  rank: number,
-  releaseStart: () => void,
-  dispatch: TraceContext | null,
+  { msg, rank, releaseStart, dispatch }: Incoming,
   breaker: BreakerKey | null,
   recorded: () => void,
 ): Promise<RunOutcome> {
