@@ -2,8 +2,8 @@
 // one statement, a failed batch settled row by row, nothing acknowledged before it committed.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type pg from "pg";
-import { createPool, shardForTenant, sql } from "@tick/db";
-import { createTestDatabase, newTestJob, testServerUrl, type TestDatabase } from "@tick/db/testing";
+import { createPool, sql } from "@tick/db";
+import { createTestDatabase, createTestTenant, newTestJob, testServerUrl, type TestDatabase } from "@tick/db/testing";
 import { startTcpProxy, waitFor } from "@tick/testing";
 import { createAttemptCompleter } from "../src/execution/attempt-completer.js";
 import { createAttemptStarter } from "../src/execution/attempt-starter.js";
@@ -17,11 +17,8 @@ let tenant: { id: string; queueId: string; shard: number };
 beforeEach(async () => {
   db = await createTestDatabase(testServerUrl());
   pool = createPool(db.url, { max: 5 });
-  const id = crypto.randomUUID();
-  tenant = { id, queueId: "", shard: shardForTenant(id, 4) };
-  await pool.query(`INSERT INTO tenants (id, slug, name, shard, updated_at) VALUES ($1, $2, $2, $3, now())`, [id, `t-${id.slice(0, 8)}`, tenant.shard]);
-  const { rows } = await pool.query<{ id: string }>(`INSERT INTO queues (id, tenant_id, name, updated_at) VALUES (gen_random_uuid(), $1, 'default', now()) RETURNING id`, [id]);
-  tenant.queueId = rows[0]!.id;
+  const { id, queueId, shard } = await createTestTenant(pool, { shardCount: 4 });
+  tenant = { id, queueId, shard };
 });
 
 afterEach(async () => {

@@ -1,7 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { waitFor } from "@tick/testing";
+import { startSink, waitFor } from "@tick/testing";
 import { createProcessWorld, metricValue, type ProcessWorld } from "./harness.js";
-import { startSink } from "./sink.js";
 
 let w: ProcessWorld;
 let down: Awaited<ReturnType<typeof startSink>>;

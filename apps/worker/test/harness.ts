@@ -5,10 +5,9 @@ import { Redis } from "ioredis";
 import type pg from "pg";
 import { dependencyOf } from "@tick/core";
 import { createDueIndex } from "@tick/due-index";
-import { createPool, shardForTenant, sql } from "@tick/db";
-import { createTestDatabase, newTestJob, testServerUrl, type TestDatabase } from "@tick/db/testing";
-import { createTestRedis, startProcess, waitFor, type RunningProcess, type TestRedis } from "@tick/testing";
-import { startSink, type Sink } from "./sink.js";
+import { createPool, sql } from "@tick/db";
+import { createTestDatabase, createTestTenant, newTestJob, testServerUrl, type TestDatabase } from "@tick/db/testing";
+import { createTestRedis, startProcess, startSink, waitFor, type RunningProcess, type Sink, type TestRedis } from "@tick/testing";
 
 const appsDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 let nextPort = 19_400 + Math.floor(Math.random() * 500) * 2;
@@ -76,11 +75,8 @@ export async function createProcessWorld(): Promise<ProcessWorld> {
     startScheduler: (env = {}) => start("scheduler", env),
     startWorker: (env = {}) => start("worker", env),
     async createTenant() {
-      const id = crypto.randomUUID();
-      const shard = shardForTenant(id, 4);
-      await pool.query(`INSERT INTO tenants (id, slug, name, shard, updated_at) VALUES ($1, $2, $2, $3, now())`, [id, `t-${id.slice(0, 8)}`, shard]);
-      const { rows } = await pool.query<{ id: string }>(`INSERT INTO queues (id, tenant_id, name, updated_at) VALUES (gen_random_uuid(), $1, 'default', now()) RETURNING id`, [id]);
-      return { id, queueId: rows[0]!.id, shard };
+      const { id, queueId, shard } = await createTestTenant(pool, { shardCount: 4 });
+      return { id, queueId, shard };
     },
     async createJob(tenant, url, options = {}) {
       const [row] = await sql.insertJobs(pool, tenant, [

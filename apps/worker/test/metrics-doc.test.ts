@@ -5,10 +5,9 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { docMismatches, documentedMetrics, waitFor } from "@tick/testing";
+import { docMismatches, documentedMetrics, waitFor, type Sink } from "@tick/testing";
 import { scrape } from "./metrics-scrape.js";
 import { type ProcessWorld, useProcessWorld } from "./harness.js";
-import type { Sink } from "./sink.js";
 
 const DOC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../docs/observability.md");
 

@@ -1,10 +1,9 @@
 // The metrics of docs/observability.md as the running processes export them: a small workload, then
 // each series is read from the worker's and the scheduler's /metrics and compared with what happened.
 import { describe, expect, it } from "vitest";
-import { waitFor } from "@tick/testing";
+import { waitFor, type Sink } from "@tick/testing";
 import { matching, scrape, seriesValue } from "./metrics-scrape.js";
 import { type ProcessWorld, useProcessWorld } from "./harness.js";
-import type { Sink } from "./sink.js";
 
 let w: ProcessWorld;
 let sink: Sink;

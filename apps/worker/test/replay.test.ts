@@ -1,9 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { dependencyOf } from "@tick/core";
 import { sql } from "@tick/db";
-import { waitFor } from "@tick/testing";
+import { waitFor, type Sink } from "@tick/testing";
 import { metricValue, type ProcessWorld, useProcessWorld } from "./harness.js";
-import type { Sink } from "./sink.js";
 
 // DLQ replay end to end (S17): real scheduler and worker processes, a recording sink. The jobs die
 // for real (their target fails, one attempt each), then a replay brings them back.

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { startOtlpReceiver, waitFor } from "@tick/testing";
+import { startOtlpReceiver, waitFor, type Sink } from "@tick/testing";
 import { type ProcessWorld, useProcessWorld } from "./harness.js";
-import type { Sink } from "./sink.js";
 
 // Tracing off (no OTEL_EXPORTER_OTLP_ENDPOINT) unless a test says otherwise: the headers still carry each job's trace.
 let w: ProcessWorld;

@@ -1,41 +1,29 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseCidrList } from "@tick/core";
+import { freePort, startSink, type Sink, type SinkAnswer } from "@tick/testing";
 import { createHttpCaller, type Cancellation } from "./http-call.js";
 
 // The worker's HTTP path (undici's dispatch with a handler of its own) against a real local server:
 // every way a call can end.
-let server: http.Server;
+let server: Sink;
 let base: string;
-const seen: { url?: string; method?: string; headers: http.IncomingHttpHeaders; body: string }[] = [];
+let seen: Sink["requests"];
+
+const answers: Record<string, SinkAnswer> = {
+  "/ok": { status: 201, headers: { "content-type": "text/plain" }, body: "done" },
+  "/big": { status: 200, body: "x".repeat(10_000) },
+  "/slow": { status: 200, body: "late", delayMs: 2_000 },
+  "/busy": { status: 429, headers: { "retry-after": "7" }, body: "slow down" },
+  "/moved": { status: 302, headers: { location: "/ok" }, body: "" },
+  "/trickle": { status: 200, body: ["a", "b"], chunkDelayMs: 2_000 },
+};
 
 beforeAll(async () => {
-  server = http.createServer((req, res) => {
-    let body = "";
-    req.on("data", (c: Buffer) => (body += c.toString("utf8")));
-    req.on("end", () => {
-      seen.push({ url: req.url, method: req.method, headers: req.headers, body });
-      const path = (req.url ?? "/").split("?")[0];
-      if (path === "/ok") res.writeHead(201, { "content-type": "text/plain" }).end("done");
-      else if (path === "/big") res.writeHead(200).end("x".repeat(10_000));
-      else if (path === "/slow") setTimeout(() => res.writeHead(200).end("late"), 2_000);
-      else if (path === "/busy") res.writeHead(429, { "retry-after": "7" }).end("slow down");
-      else if (path === "/moved") res.writeHead(302, { location: "/ok" }).end();
-      else if (path === "/trickle") {
-        res.writeHead(200);
-        res.write("a");
-        setTimeout(() => res.end("b"), 2_000);
-      } else res.writeHead(404).end();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  server = await startSink({ respond: (req) => answers[req.path] ?? { status: 404, body: "" } });
+  seen = server.requests;
+  base = server.url("");
 });
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((r) => server.close(r));
-});
+afterAll(() => server.close());
 
 const caller = () => createHttpCaller({ allowedCidrs: parseCidrList("127.0.0.0/8"), maxResponseBytes: 1_000, connections: 4 });
 const call = (h: ReturnType<typeof caller>, path: string, extra: Partial<Parameters<ReturnType<typeof caller>["call"]>[0]> = {}) =>
@@ -127,12 +115,7 @@ describe("createHttpCaller", () => {
     }
     const open = caller();
     try {
-      const closedPort = await new Promise<number>((resolve) => {
-        const s = http.createServer().listen(0, "127.0.0.1", () => {
-          const port = (s.address() as AddressInfo).port;
-          s.close(() => resolve(port));
-        });
-      });
+      const closedPort = await freePort();
       const r = await open.call({ method: "GET", url: `http://127.0.0.1:${closedPort}/`, headers: {}, body: null, timeoutMs: 2_000 });
       expect(r.networkError).toBeTruthy();
     } finally {
