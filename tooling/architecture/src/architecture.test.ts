@@ -31,7 +31,8 @@ describe("architecture", () => {
     ["duplicated-constants", "queue names and other shared constants are defined once, job states only in core"],
     ["api-routes", "every contract route has its handler, every handler its route"],
     ["console-data-path", "the console's pages, actions and route handlers reach the database only through its services"],
-    ["job-status-writes", "every status write in SQL is a declared transition the state machine allows"],
+    ["app-source-imports", "nothing imports another app's source: an app's package exports what others need (its env schema)"],
+    ["job-status-writes", "every status write in SQL is a declared transition the state machine allows, and every end of a job goes through the finish path"],
   ])("%s: %s", (check) => {
     const violations = open.filter((f) => f.check === check).map(formatFinding);
     expect(violations, `\n${violations.join("\n")}\n`).toEqual([]);

@@ -1,8 +1,10 @@
+import { findAppSourceImports } from "./find-app-source-imports.js";
 import { findConsoleDataPathViolations } from "./find-console-data-path.js";
 import { findDuplicatedConstants, type JobStateDefinition } from "./find-duplicated-constants.js";
 import { findEnvReads } from "./find-env-reads.js";
 import {
   checkStatusWriteRegistry,
+  findTerminalWritesOutsideFinishPath,
   findUndeclaredStatusWrites,
   JOB_STATUS_WRITES_CHECK,
   REGISTRY_FILE,
@@ -28,9 +30,11 @@ export function checkArchitecture(files: readonly SourceFile[], facts: Architect
     ...findDuplicatedConstants(files, facts.jobStates),
     ...findRouteMismatches(files),
     ...findConsoleDataPathViolations(files),
+    ...findAppSourceImports(files),
     ...(registryFile
       ? checkStatusWriteRegistry(facts.registry, facts.machine, registryFile)
       : [{ check: JOB_STATUS_WRITES_CHECK, file: REGISTRY_FILE, line: 1, message: "the registry of status writes is missing" }]),
     ...findUndeclaredStatusWrites(files, facts.registry, facts.machine.states),
+    ...findTerminalWritesOutsideFinishPath(files, facts.registry, facts.jobStates.terminal),
   ];
 }

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { INITIAL_JOB_STATE, JOB_STATES, TERMINAL_STATES, TRANSITIONS } from "../../../packages/core/src/job-state-machine.js";
 import { JOB_STATUS_WRITES } from "../../../packages/db/src/sql/job-status-writes.js";
 import { applyAllowlist, matchesGlob } from "./allowlist.js";
+import { findAppSourceImports } from "./find-app-source-imports.js";
 import { findDuplicatedConstants } from "./find-duplicated-constants.js";
 import { findConsoleDataPathViolations } from "./find-console-data-path.js";
 import { findEnvReads } from "./find-env-reads.js";
@@ -59,6 +60,39 @@ describe("console-data-path", () => {
       file("apps/console/src/app/page.tsx", 'import { getServiceDeps } from "@/server/api/deps";', 'import { getTenantOverview } from "@/server/services/overview";'),
     ];
     expect(findConsoleDataPathViolations(files)).toEqual([]);
+  });
+});
+
+describe("app-source-imports", () => {
+  // The apps the tree has (the check knows an app by its folder, its package as @tick/<folder>).
+  const apps = [
+    file("apps/console/src/server/env.ts", "export const consoleEnvSchema = z.object({});"),
+    file("apps/scheduler/src/env.ts", "export const schedulerEnvSchema = z.object({});"),
+    file("apps/worker/src/env.ts", "export const workerEnvSchema = z.object({});"),
+  ];
+
+  it.each([
+    ["a tool importing an app's env module", "tooling/deploy/src/apps.ts", 'import { workerEnvSchema } from "../../../apps/worker/src/env.js"; // violation'],
+    ["an app importing another app's source", "apps/scheduler/src/leases/regions.ts", 'import { loadWorkerEnv } from "../../../worker/src/env.js"; // violation'],
+    ["an app's tests importing another app's source", "apps/worker/test/harness.ts", 'import { schedulerEnvSchema } from "../../scheduler/src/env.js"; // violation'],
+    ["a re-export of another app's source", "packages/testing/src/apps.ts", 'export { consoleEnvSchema } from "../../../apps/console/src/server/env.js"; // violation'],
+    ["a dynamic import of another app's source", "e2e/start.test.ts", 'const { loadSchedulerEnv } = await import("../apps/scheduler/src/env.js"); // violation'],
+    ["an app's source by package path", "tooling/deploy/src/apps.ts", 'import { consoleEnvSchema } from "@tick/console/src/server/env"; // violation'],
+  ])("reports %s", (_, path, line) => {
+    const planted = file(path, "// imports", line, "export {};");
+    expect(places(findAppSourceImports([...apps, planted]))).toEqual([marked(planted)]);
+  });
+
+  it("allows an app's own source, what an app's package exports, another app's built entry point, and packages", () => {
+    const files = [
+      ...apps,
+      file("apps/console/src/app/page.tsx", 'import { getEnv } from "../server/env";', 'import { getServiceDeps } from "@/server/api/deps";'),
+      file("apps/worker/test/env.test.ts", 'import { workerEnvSchema } from "../src/env.js";'),
+      file("tooling/deploy/src/apps.ts", 'import { workerEnvSchema } from "@tick/worker/env";', 'import { consoleEnvSchema } from "@tick/console/env";'),
+      file("tooling/chaos/src/cluster.ts", 'const worker = path.join(root, "apps/worker/dist/main.js");', 'import { parseEnv } from "@tick/runtime";'),
+      file("tooling/architecture/src/architecture.test.ts", 'import { JOB_STATES } from "../../../packages/core/src/job-state-machine.js";'),
+    ];
+    expect(findAppSourceImports(files)).toEqual([]);
   });
 });
 

@@ -1,7 +1,9 @@
 import type { z } from "zod";
-import { consoleEnvSchema } from "../../../apps/console/src/server/env.js";
-import { schedulerEnvSchema } from "../../../apps/scheduler/src/env.js";
-import { workerEnvSchema } from "../../../apps/worker/src/env.js";
+// Each app exports its schema from its package (built: the scheduler's and worker's tsc, the console's own
+// tsconfig.env.json); nothing here reads another package's source.
+import { consoleEnvSchema } from "@tick/console/env";
+import { schedulerEnvSchema } from "@tick/scheduler/env";
+import { workerEnvSchema } from "@tick/worker/env";
 
 export type AppName = "console" | "scheduler" | "worker";
 

@@ -250,10 +250,10 @@ export async function settleExpiredLeases(db: Queryable, settlements: LeaseSettl
 
 // ---- A job ended before it started: expired or cancelled ----
 
-/** Discards the unstarted attempt (pending, dispatched to a worker) of each job `ended` returns. */
-function discardUnstartedAttempts(outcome: "expired" | "cancelled"): string {
+/** Discards the unstarted attempt (pending, dispatched to a worker) of each job `ended` returns; its outcome is the job's end. */
+function discardUnstartedAttempts(end: JobState): string {
   return `discarded AS (
-       UPDATE attempts a SET status = 'discarded', finished_at = now(), outcome = '${outcome}'
+       UPDATE attempts a SET status = 'discarded', finished_at = now(), outcome = ${stateLiteral(end)}
          FROM ended e WHERE a.id = e.current_attempt_id AND a.status = 'pending'
      )`;
 }
@@ -275,7 +275,7 @@ export async function expireOverdueJobs(db: Queryable, shard: number, limit: num
               last_error = jsonb_build_object('kind', 'expired', 'message', 'the job passed its expiry deadline before it could start')
          FROM due WHERE j.id = due.id
         RETURNING ${endedColumns("j")}
-     ), ${discardUnstartedAttempts("expired")}`,
+     ), ${discardUnstartedAttempts(expire.to.expire)}`,
       `SELECT id, tenant_id FROM ended`,
     ),
     [shard, limit],
@@ -296,7 +296,7 @@ export async function cancelJobBeforeStart(db: Queryable, tenantId: string, jobI
        UPDATE jobs j SET status = ${stateLiteral(cancel.to.cancel)}, version = j.version + 1, finished_at = now(), updated_at = now()
         WHERE j.tenant_id = $1 AND j.id = $2 AND ${statusIn("j.status", cancel.from)}
         RETURNING j.*
-     ), ${discardUnstartedAttempts("cancelled")}`,
+     ), ${discardUnstartedAttempts(cancel.to.cancel)}`,
       `SELECT c.*, (SELECT q.name FROM queues q WHERE q.id = c.queue_id) AS queue_name FROM ended c`,
     ),
     [tenantId, jobId],
