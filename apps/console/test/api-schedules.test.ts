@@ -1,4 +1,6 @@
+import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
+import { createPool, sql } from "@tick/db";
 import { itConformsToOpenApi, useConsole } from "./harness";
 
 const suite = useConsole();
@@ -76,6 +78,48 @@ describe("schedules API", () => {
     const asB = suite.h.client(b.apiKey);
     expect((await asB.call("getSchedule", { params: { id: created.body.id } })).status).toBe(404);
     expect((await asB.call("deleteSchedule", { params: { id: created.body.id } })).status).toBe(404);
+  });
+
+  it("an occurrence of a schedule stores the job an API create stores from the same template", async () => {
+    const client = suite.h.client(suite.a.apiKey);
+    const templates = [
+      job,
+      {
+        target: { method: "PUT" as const, url: "https://93.184.216.34:8443/composer?x=1", headers: { "x-a": "1" }, body: "it's", timeoutMs: 1234 },
+        priority: 7,
+        maxAttempts: 2,
+        backoff: { strategy: "fixed" as const, baseMs: 500, maxMs: 500, jitter: "none" as const },
+        callbackUrl: "https://93.184.216.34/cb",
+        dependencyKey: "payments",
+        metadata: { team: "a", nested: { n: null } },
+      },
+    ];
+    // What each path sets its own way: timing, identity, trace, and the occurrence's note in the metadata.
+    const own = ["id", "version", "due_at", "expires_at", "idempotency_key", "request_hash", "idempotency_expires_at", "schedule_id", "occurrence_at", "traceparent", "tracestate", "created_at", "updated_at"];
+    const pool = createPool(suite.h.db.url, { max: 1 });
+    try {
+      const stored = async (id: string) => {
+        const row = { ...(await pool.query<Record<string, unknown>>(`SELECT * FROM jobs WHERE id = $1`, [id])).rows[0]! };
+        for (const column of own) delete row[column];
+        const { occurrence: _occurrence, ...metadata } = row.metadata as Record<string, unknown>;
+        return { ...row, metadata };
+      };
+      for (const [i, template] of templates.entries()) {
+        const created = await client.call("createJob", { body: { ...template, delayMs: 3_600_000 } });
+        if (!created.ok) throw new Error(JSON.stringify(created.problem));
+        const schedule = await client.call("createSchedule", { body: { name: `composer-${i}`, cron: "0 3 * * *", timezone: "UTC", job: template } });
+        if (!schedule.ok) throw new Error(JSON.stringify(schedule.problem));
+        // One occurrence, made as the materialiser makes it: from the schedule row as stored.
+        const [row] = (await pool.query<sql.ScheduleRow>(`SELECT * FROM schedules WHERE id = $1`, [schedule.body.id])).rows;
+        const id = randomUUID();
+        const at = new Date();
+        const occurrences = [{ scheduleId: row!.id, template: row!.job_template, id, dueAt: at, occurrenceAt: at, idempotencyKey: `schedule:${row!.id}:test`, occurrence: { nominal: "test", offsetMinutes: 0 } }];
+        expect(await sql.insertOccurrenceJobs(pool, occurrences, 60_000)).toBe(1);
+        expect(await stored(id)).toEqual(await stored(created.body.id));
+      }
+    } finally {
+      await pool.end();
+    }
   });
 });
 

@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
-import { dependencyOf } from "@tick/core";
 import { sql } from "@tick/db";
 import { occurrenceKey, planOccurrences } from "@tick/recurrence";
 import type { Logger } from "@tick/runtime";
@@ -62,24 +61,19 @@ export class Materializer {
           ].join("\u0000");
           let plan = plans.get(key);
           if (!plan) plans.set(key, (plan = planOccurrences(input)));
-          const template = s.job_template as { target: { url: string }; dependencyKey?: string | null; metadata?: Record<string, unknown> };
-          const dependencyKey = dependencyOf(template.target.url, template.dependencyKey);
           for (const r of plan.runs) {
             jobs.push({
               scheduleId: s.id,
+              template: s.job_template,
               id: randomUUID(),
               dueAt: r.occurrence.at,
               occurrenceAt: r.occurrence.at,
               idempotencyKey: occurrenceKey(s.id, r.occurrence),
-              dependencyKey,
-              metadata: {
-                ...(template.metadata ?? {}),
-                occurrence: {
-                  nominal: r.occurrence.nominal,
-                  offsetMinutes: r.occurrence.offsetMinutes,
-                  ...(r.occurrence.dst ? { dst: r.occurrence.dst } : {}),
-                  ...(r.coalesced ? { coalesced: r.coalesced } : {}),
-                },
+              occurrence: {
+                nominal: r.occurrence.nominal,
+                offsetMinutes: r.occurrence.offsetMinutes,
+                ...(r.occurrence.dst ? { dst: r.occurrence.dst } : {}),
+                ...(r.coalesced ? { coalesced: r.coalesced } : {}),
               },
             });
             const first = due.get(s.tenant_id);

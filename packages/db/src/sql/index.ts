@@ -1,5 +1,6 @@
 export * from "./types.js";
 export * from "./jobs.js";
+export * from "./job-template.js";
 export * from "./api-keys.js";
 export * from "./shard-leases.js";
 export * from "./dispatch.js";

@@ -2,6 +2,7 @@
 // scoped by tenant_id; every state change is conditional on the expected status and bumps version.
 import type { JobState } from "@tick/core";
 import { JOB_STATUS_WRITES, stateLiteral, statusIn } from "./job-status-writes.js";
+import type { JobTemplateColumns, QueueDefaults } from "./job-template.js";
 import { ATTEMPTS_ALL, JOBS_ALL } from "./lifecycle.js";
 import { liveJobsOfTenant } from "./live-jobs.js";
 import type { Queryable } from "./types.js";
@@ -48,27 +49,21 @@ export interface JobRow {
   queue_name?: string;
 }
 
-/** A job to insert; due time is resolved by the database clock (run_at, else now() + delay_ms). */
-export interface NewJob {
+/**
+ * A job to insert; due time is resolved by the database clock (run_at, else now() + delay_ms). The columns its
+ * template decides are JobTemplateColumns (jobColumnsFromTemplate composes them, job-template.ts).
+ */
+export interface NewJob extends Omit<JobTemplateColumns, "dependency_key"> {
   /** Chosen by the caller so results map back to inputs without relying on RETURNING order. */
   id: string;
   queue_id: string;
   run_at: string | null;
   delay_ms: number;
   expires_at: string | null;
-  priority: number;
   idempotency_key: string | null;
   request_hash: string | null;
-  method: string;
-  url: string;
-  headers: Record<string, string>;
-  body: string | null;
-  timeout_ms: number;
-  max_attempts: number;
-  backoff: unknown;
+  /** Always set by an API create (dependencyOf); null only for a job inserted without one (the tests' fixture). */
   dependency_key: string | null;
-  callback_url: string | null;
-  metadata: Record<string, unknown>;
   /** The job's trace context; null: the database starts a new trace (new_traceparent()). */
   traceparent?: string | null;
   tracestate?: string | null;
@@ -213,12 +208,9 @@ export async function findJobsByIdempotencyKeys(db: Queryable, tenantId: string,
   return rows;
 }
 
-export interface QueueDefaultsRow {
+export interface QueueDefaultsRow extends QueueDefaults {
   id: string;
   name: string;
-  default_max_attempts: number;
-  default_backoff: unknown;
-  default_timeout_ms: number;
 }
 
 /** The named queues of a tenant with the defaults a new job takes from them. */

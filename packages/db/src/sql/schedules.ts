@@ -1,6 +1,7 @@
 // Recurring schedules (S2, S12, S14): the materialiser locks due schedules of a shard, creates their
 // occurrence jobs and advances them, all inside the shard-fenced transaction.
 import { JOB_STATUS_WRITES, stateLiteral } from "./job-status-writes.js";
+import { derivedJobColumns, templateColumnsSql, type JobTemplate } from "./job-template.js";
 import type { Queryable } from "./types.js";
 
 export interface ScheduleRow {
@@ -16,7 +17,7 @@ export interface ScheduleRow {
   misfire_policy: "skip" | "run_latest" | "catch_up";
   max_catch_up: number;
   misfire_threshold_ms: number;
-  job_template: Record<string, unknown>;
+  job_template: JobTemplate;
   next_fire_at: Date | null;
   /** The materialiser's cursor: occurrences up to here are decided (created, skipped or coalesced). */
   materialized_through: Date | null;
@@ -56,36 +57,45 @@ export async function shardsWithDueSchedules(db: Queryable, shards: number[], lo
 
 export interface OccurrenceJob {
   scheduleId: string;
+  /**
+   * The schedule's job template as read with its locked row; the SQL composes the job's columns from the stored
+   * copy, this one gives the columns composed in TypeScript (derivedJobColumns in job-template.ts).
+   */
+  template: JobTemplate;
   id: string;
   dueAt: Date;
   occurrenceAt: Date;
   idempotencyKey: string;
-  /** The template's metadata with the occurrence's merged in (the job's metadata as stored). */
-  metadata: Record<string, unknown>;
-  /** The template's dependency key, or the one derived from its target. */
-  dependencyKey: string | null;
+  /** What the job's metadata says of its occurrence (nominal time, offset, DST, coalesced), beside the template's. */
+  occurrence: Record<string, unknown>;
 }
 
+/** An occurrence job's template columns, read in SQL from its locked schedule's stored template. */
+const OCCURRENCE_TEMPLATE_COLUMNS = templateColumnsSql("s.job_template", "q");
+
 /**
- * Creates the occurrence jobs of many schedules in one statement, each from its schedule's template
- * (read from the schedule row, which the caller holds locked). The unique (schedule_id, occurrence_at)
- * and (tenant_id, idempotency_key) constraints make a second materialisation (another scheduler, a
- * stale one) a per-row no-op. Returns how many were created.
+ * Creates the occurrence jobs of many schedules in one statement, each from its schedule's template (read
+ * from the schedule row, which the caller holds locked) by the rule an API create follows (job-template.ts).
+ * The unique (schedule_id, occurrence_at) and (tenant_id, idempotency_key) constraints make a second
+ * materialisation (another scheduler, a stale one) a per-row no-op. Returns how many were created.
  */
 export async function insertOccurrenceJobs(db: Queryable, jobs: OccurrenceJob[], idempotencyTtlMs: number): Promise<number> {
   if (jobs.length === 0) return 0;
-  // The template's defaults as the API stores them: absent (or JSON null) fields fall back to the queue's.
+  // Composed once per template (schedule), however many of its occurrences this round creates.
+  const derived = new Map<JobTemplate, ReturnType<typeof derivedJobColumns>>();
+  const derive = (template: JobTemplate) => {
+    let columns = derived.get(template);
+    if (!columns) derived.set(template, (columns = derivedJobColumns(template)));
+    return columns;
+  };
   const { rowCount } = await db.query(
-    `INSERT INTO jobs (id, tenant_id, queue_id, shard, status, version, due_at, expires_at, priority, idempotency_key, request_hash,
-                       idempotency_expires_at, method, url, headers, body, timeout_ms, max_attempts, backoff, dependency_key,
-                       callback_url, metadata, schedule_id, occurrence_at, updated_at)
+    `INSERT INTO jobs (id, tenant_id, queue_id, shard, status, version, due_at, expires_at, idempotency_key, request_hash,
+                       idempotency_expires_at, ${OCCURRENCE_TEMPLATE_COLUMNS.columns}, dependency_key, metadata, schedule_id,
+                       occurrence_at, updated_at)
      SELECT x.id, s.tenant_id, q.id, s.shard, ${stateLiteral(JOB_STATUS_WRITES.insertOccurrenceJobs.creates)}, 1, x.due_at,
             CASE WHEN s.job_template->>'expiresAfterMs' IS NULL THEN NULL ELSE x.due_at + make_interval(secs => (s.job_template->>'expiresAfterMs')::float8 / 1000.0) END,
-            coalesce((s.job_template->>'priority')::int, 0), x.idempotency_key, 'schedule', now() + make_interval(secs => $8 / 1000.0),
-            coalesce(s.job_template->'target'->>'method', 'POST'), s.job_template->'target'->>'url', coalesce(nullif(s.job_template->'target'->'headers', 'null'::jsonb), '{}'::jsonb),
-            s.job_template->'target'->>'body', coalesce((s.job_template->'target'->>'timeoutMs')::int, q.default_timeout_ms),
-            coalesce((s.job_template->>'maxAttempts')::int, q.default_max_attempts), coalesce(nullif(s.job_template->'backoff', 'null'::jsonb), q.default_backoff),
-            x.dependency_key, s.job_template->>'callbackUrl', x.metadata, s.id, x.occurrence_at, now()
+            x.idempotency_key, 'schedule', now() + make_interval(secs => $8 / 1000.0),
+            ${OCCURRENCE_TEMPLATE_COLUMNS.values}, x.dependency_key, x.metadata, s.id, x.occurrence_at, now()
        FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::timestamptz[], $5::text[], $6::jsonb[], $7::text[])
               AS x(schedule_id, id, due_at, occurrence_at, idempotency_key, metadata, dependency_key)
        JOIN schedules s ON s.id = x.schedule_id
@@ -97,8 +107,8 @@ export async function insertOccurrenceJobs(db: Queryable, jobs: OccurrenceJob[],
       jobs.map((j) => j.dueAt),
       jobs.map((j) => j.occurrenceAt),
       jobs.map((j) => j.idempotencyKey),
-      jobs.map((j) => JSON.stringify(j.metadata)),
-      jobs.map((j) => j.dependencyKey),
+      jobs.map((j) => JSON.stringify({ ...derive(j.template).metadata, occurrence: j.occurrence })),
+      jobs.map((j) => derive(j.template).dependency_key),
       idempotencyTtlMs,
     ],
   );

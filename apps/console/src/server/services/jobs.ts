@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { AppError, childTraceContext, decideIdempotency, dependencyOf, formatTraceparent, isTerminal, toProblem, type Cidr, type Problem, type TraceContext } from "@tick/core";
+import { AppError, childTraceContext, decideIdempotency, formatTraceparent, isTerminal, toProblem, type Cidr, type Problem, type TraceContext } from "@tick/core";
 import { requestHash } from "@tick/core/node";
 import { createJobSchema, type CancelOutcome, type CreateJob, type Job, type listJobsQuerySchema } from "@tick/contract";
 import { inTransaction, sql } from "@tick/db";
@@ -189,19 +189,10 @@ async function resolveInTransaction(
         run_at: j.runAt ?? null,
         delay_ms: j.delayMs ?? 0,
         expires_at: j.expiresAt ?? null,
-        priority: j.priority,
         idempotency_key: p.key,
         request_hash: p.key ? p.hash : null,
-        method: j.target.method,
-        url: j.target.url,
-        headers: j.target.headers,
-        body: j.target.body ?? null,
-        timeout_ms: j.target.timeoutMs ?? q.default_timeout_ms,
-        max_attempts: j.maxAttempts ?? q.default_max_attempts,
-        backoff: j.backoff ?? q.default_backoff,
-        dependency_key: dependencyOf(j.target.url, j.dependencyKey),
-        callback_url: j.callbackUrl ?? null,
-        metadata: j.metadata,
+        // What the job does: the rule a schedule's occurrences follow too (@tick/db's job-template.ts).
+        ...sql.jobColumnsFromTemplate(j, q),
         traceparent: traceparent ?? formatTraceparent(childTraceContext(null)),
         tracestate,
       };
