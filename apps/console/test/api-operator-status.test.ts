@@ -1,29 +1,29 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { createBreakers } from "@tick/breaker";
+import { startSink, type Sink, type SinkAnswer } from "@tick/testing";
 import { itConformsToOpenApi, useConsole } from "./harness";
 
 const suite = useConsole({ TICK_SHARDS: "4" });
 
 /** A process's health port as the status page sees it: /readyz answers what the test says, anything else 404. */
-let readyz: http.Server;
+let readyz: Sink;
 let seen: string[] = [];
 let port = 0;
 beforeAll(async () => {
-  readyz = http.createServer((req, res) => {
-    seen.push(req.url ?? "");
-    const answer = (status: number, body: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
-    if (req.url === "/scheduler/readyz") return answer(404, {}); // a path other than /readyz is never fetched
-    if (req.url === "/readyz" && req.headers.host?.startsWith("127.0.0.1")) return answer(200, { status: "ready", checks: ["database"], shards: [{ shard: 0, epoch: "3" }] });
-    if (req.url === "/readyz") return answer(503, { status: "not_ready", failed: { redis: "connect ECONNREFUSED" } });
-    answer(404, {});
+  readyz = await startSink({
+    respond: (req): SinkAnswer => {
+      seen.push(req.url);
+      const answer = (status: number, body: unknown) => ({ status, headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      if (req.url === "/scheduler/readyz") return answer(404, {}); // a path other than /readyz is never fetched
+      if (req.url === "/readyz" && req.headers.host?.startsWith("127.0.0.1")) return answer(200, { status: "ready", checks: ["database"], shards: [{ shard: 0, epoch: "3" }] });
+      if (req.url === "/readyz") return answer(503, { status: "not_ready", failed: { redis: "connect ECONNREFUSED" } });
+      return answer(404, {});
+    },
   });
-  await new Promise<void>((r) => readyz.listen(0, "127.0.0.1", () => r()));
-  port = (readyz.address() as AddressInfo).port;
+  port = readyz.port;
 });
-afterAll(() => new Promise<void>((r) => readyz.close(() => r())));
+afterAll(() => readyz.close());
 
 async function operatorClient() {
   const home = await suite.h.createTenant();

@@ -1,8 +1,7 @@
 // Which address a request counts under for per-address limits (client-address.ts), without a server:
 // the pure choice over X-Forwarded-For and the socket, and the recorder's header that carries the socket.
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
+import { startSink } from "@tick/testing";
 import {
   normalizeAddress,
   recordedSocketAddress,
@@ -53,16 +52,17 @@ describe("the socket-address recorder", () => {
   // A real server in this process: the recorder subscribes to Node's request channel, as in the console.
   recordSocketAddresses();
   let seen: Headers | undefined;
-  const server: Server = createServer((req, res) => {
-    seen = new Headers(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
-    res.end();
+  const listening = startSink({
+    respond: (req) => {
+      seen = new Headers(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
+      return undefined;
+    },
   });
-  const listening = new Promise<number>((resolve) => server.listen(0, "127.0.0.1", () => resolve((server.address() as AddressInfo).port)));
-  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  afterAll(async () => (await listening).close());
 
   it("records the socket's address, replacing a client-sent copy of its header", async () => {
-    const port = await listening;
-    await fetch(`http://127.0.0.1:${port}/`, { headers: { [SOCKET_ADDRESS_HEADER]: "guess 198.51.100.1", "x-forwarded-for": "198.51.100.2" } });
+    const server = await listening;
+    await fetch(server.url("/"), { headers: { [SOCKET_ADDRESS_HEADER]: "guess 198.51.100.1", "x-forwarded-for": "198.51.100.2" } });
     expect(recordedSocketAddress(seen!)).toBe("127.0.0.1");
     expect(seen!.get(SOCKET_ADDRESS_HEADER)).not.toContain("198.51.100.1");
     const request = new Request("http://console.test/", { headers: seen });

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createTickClient, type ResponseRecord } from "@tick/client";
-import { createPrismaClient, generateApiKey, hashPassword, shardForTenant, type PrismaClient } from "@tick/db";
-import { createTestDatabase, testServerUrl, type TestDatabase } from "@tick/db/testing";
+import { createPrismaClient, hashPassword, type PrismaClient } from "@tick/db";
+import { createTestApiKey, createTestDatabase, createTestTenant, testServerUrl, type TestDatabase } from "@tick/db/testing";
 import { createTestRedis, freePort, startProcess, startTcpProxy, waitFor, type RunningProcess, type TcpProxy, type TestRedis } from "@tick/testing";
 import { createOpenApiValidator } from "./openapi-validator";
 
@@ -98,11 +98,7 @@ export async function startConsole(env: Record<string, string> = {}): Promise<Co
   }
 
   let counter = 0;
-  const addKey = async (tenantId: string, scopes: string[], role: KeyRole = "admin") => {
-    const { key, prefix, hash } = generateApiKey();
-    const row = await prisma.apiKey.create({ data: { tenantId, name: `test ${++counter}`, prefix, hash, scopes, role } });
-    return { apiKey: key, keyId: row.id };
-  };
+  const addKey = (tenantId: string, scopes: string[], role: KeyRole = "admin") => createTestApiKey(prisma, tenantId, { scopes, role, name: `test ${++counter}` });
   const validator = createOpenApiValidator(baseUrl);
 
   return {
@@ -117,21 +113,13 @@ export async function startConsole(env: Record<string, string> = {}): Promise<Co
     responses,
     addKey,
     async createTenant(options = {}) {
-      const id = crypto.randomUUID();
-      const slug = `t-${id.slice(0, 8)}`;
-      await prisma.tenant.create({
-        data: {
-          id,
-          slug,
-          name: slug,
-          shard: shardForTenant(id, 16),
-          ...(options.admissionRate !== undefined ? { admissionRate: options.admissionRate } : {}),
-          ...(options.admissionBurst !== undefined ? { admissionBurst: options.admissionBurst } : {}),
-          ...(options.maxPendingJobs !== undefined ? { maxPendingJobs: options.maxPendingJobs } : {}),
-          queues: { create: { name: "default" } },
-        },
+      const { id, slug, apiKey, keyId } = await createTestTenant(prisma, {
+        shardCount: 16,
+        admissionRate: options.admissionRate,
+        admissionBurst: options.admissionBurst,
+        maxPendingJobs: options.maxPendingJobs,
+        apiKey: { scopes: options.scopes ?? ["admin"], role: options.keyRole ?? "owner", name: `test ${++counter}` },
       });
-      const { apiKey, keyId } = await addKey(id, options.scopes ?? ["admin"], options.keyRole ?? "owner");
       return { id, slug, apiKey, keyId };
     },
     client: (apiKey: string) => createTickClient({ baseUrl, apiKey, onResponse: (r) => responses.push(r) }),

@@ -1,9 +1,7 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, startOtlpReceiver, startProcess, waitFor, type OtlpReceiver, type RunningProcess } from "@tick/testing";
+import { freePort, startOtlpReceiver, startProcess, startSink, waitFor, type OtlpReceiver, type RunningProcess, type Sink, type SinkRequest } from "@tick/testing";
 import { startConsole, type ConsoleHarness, type TestTenant } from "./harness";
 
 // One job's trace end to end, with tracing on in every process: the console, a scheduler and a worker
@@ -19,34 +17,11 @@ const SERVER = 2;
 const CLIENT = 3;
 const PRODUCER = 4;
 
-interface Received {
-  path: string;
-  headers: http.IncomingHttpHeaders;
-}
-
 let receiver: OtlpReceiver;
 let h: ConsoleHarness;
 let tenant: TestTenant;
-let sink: { url: (p: string) => string; requests: Received[]; close: () => Promise<void> };
+let sink: Sink;
 const processes: RunningProcess[] = [];
-
-async function startSink() {
-  const requests: Received[] = [];
-  const server = http.createServer((req, res) => {
-    req.resume();
-    req.on("end", () => {
-      requests.push({ path: req.url ?? "", headers: req.headers });
-      res.writeHead(200, { "content-type": "application/json" }).end("{}");
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  const port = (server.address() as AddressInfo).port;
-  return {
-    url: (p: string) => `http://127.0.0.1:${port}${p}`,
-    requests,
-    close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))),
-  };
-}
 
 async function startApp(app: "scheduler" | "worker", env: Record<string, string>) {
   const healthPort = await freePort();
@@ -88,7 +63,7 @@ async function createJob(name: string, headers: Record<string, string>) {
   return (await res.json()) as { id: string; trace: { traceId: string; traceparent: string; tracestate: string | null } };
 }
 
-const header = (r: Received | undefined, name: string) => String(r?.headers[name] ?? "");
+const header = (r: SinkRequest | undefined, name: string) => String(r?.headers[name] ?? "");
 const spanIdOf = (traceparent: string) => TRACEPARENT.exec(traceparent)?.[2];
 
 /** Waits until the receiver holds the three spans of the job and returns them. */

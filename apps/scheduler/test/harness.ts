@@ -4,8 +4,8 @@ import { Redis } from "ioredis";
 import type pg from "pg";
 import { Registry } from "prom-client";
 import { ATTEMPT_QUEUE } from "@tick/core";
-import { createPool, shardForTenant } from "@tick/db";
-import { createTestDatabase, testServerUrl, type TestDatabase } from "@tick/db/testing";
+import { createPool } from "@tick/db";
+import { createTestDatabase, createTestTenant, testServerUrl, type TestDatabase } from "@tick/db/testing";
 import { createLogger, parseFaultPoints } from "@tick/runtime";
 import { createTestRedis, type TestRedis } from "@tick/testing";
 import { createScheduler, type Scheduler, type SchedulerConfig } from "../src/scheduler.js";
@@ -88,17 +88,8 @@ export async function createWorld(): Promise<World> {
       return scheduler;
     },
     async createTenant(options = {}) {
-      const id = crypto.randomUUID();
-      const shard = shardForTenant(id, SHARDS);
-      await pool.query(`INSERT INTO tenants (id, slug, name, shard, weight, max_in_flight, updated_at) VALUES ($1, $2, $2, $3, $4, $5, now())`, [
-        id,
-        `t-${id.slice(0, 8)}`,
-        shard,
-        options.weight ?? 1,
-        options.maxInFlight ?? 1_000_000,
-      ]);
-      const { rows } = await pool.query<{ id: string }>(`INSERT INTO queues (id, tenant_id, name, updated_at) VALUES (gen_random_uuid(), $1, 'default', now()) RETURNING id`, [id]);
-      return { id, queueId: rows[0]!.id, shard };
+      const { id, queueId, shard } = await createTestTenant(pool, { shardCount: SHARDS, weight: options.weight ?? 1, maxInFlight: options.maxInFlight ?? 1_000_000 });
+      return { id, queueId, shard };
     },
     async insertJobs(tenant, count, options = {}) {
       await pool.query(
