@@ -92,8 +92,13 @@ export function jobColumnsFromTemplate(template: JobTemplate, queue: QueueDefaul
   return columns as unknown as JobTemplateColumns;
 }
 
-const sqlConstant = (value: string | number | Record<string, never>, type: "text" | "int" | "jsonb") =>
-  type === "jsonb" ? `'${JSON.stringify(value).replaceAll("'", "''")}'::jsonb` : typeof value === "number" ? String(value) : `'${String(value).replaceAll("'", "''")}'`;
+/** A fallback constant as SQL: a quoted text, a number, or a jsonb literal. */
+function sqlConstant(value: string | number | Record<string, never>, type: "text" | "int" | "jsonb"): string {
+  const quote = (text: string) => `'${text.replaceAll("'", "''")}'`;
+  if (typeof value === "number") return String(value);
+  if (typeof value === "string" && type !== "jsonb") return quote(value);
+  return `${quote(JSON.stringify(value))}::jsonb`;
+}
 
 /**
  * The same columns in SQL, for an INSERT ... SELECT that reads a stored template: `template` is its jsonb

@@ -1,7 +1,7 @@
 // Hot-path SQL for jobs: one function per statement, named after what it does. Every statement is
 // scoped by tenant_id; every state change is conditional on the expected status and bumps version.
 import type { JobState } from "@tick/core";
-import { JOB_STATUS_WRITES, stateLiteral, statusIn } from "./job-status-writes.js";
+import { JOB_STATUS_WRITES, stateLiteral } from "./job-status-writes.js";
 import type { JobTemplateColumns, QueueDefaults } from "./job-template.js";
 import { ATTEMPTS_ALL, JOBS_ALL } from "./lifecycle.js";
 import { liveJobsOfTenant } from "./live-jobs.js";
