@@ -1,6 +1,5 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { expect, test } from "@playwright/test";
+import { startSink } from "@tick/testing";
 import { createTickClient } from "@tick/client";
 import { productState } from "./product-state";
 
@@ -8,18 +7,9 @@ const state = productState();
 const client = createTickClient({ baseUrl: state.consoleUrl, apiKey: state.apiKey });
 
 test("a job created through the API is dispatched, executed against its endpoint once, and reported back by webhook", async () => {
-  const seen: { path: string; headers: http.IncomingHttpHeaders; body: string }[] = [];
-  const server = http.createServer((req, res) => {
-    let body = "";
-    req.on("data", (c) => (body += c));
-    req.on("end", () => {
-      seen.push({ path: req.url ?? "", headers: req.headers, body });
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end('{"ok":true}');
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  const port = (server.address() as AddressInfo).port;
+  const server = await startSink();
+  const seen = server.requests;
+  const port = server.port;
   try {
     const created = await client.call("createJob", {
       body: { target: { url: `http://127.0.0.1:${port}/work`, body: '{"hello":"world"}' }, callbackUrl: `http://127.0.0.1:${port}/done` },
@@ -48,21 +38,19 @@ test("a job created through the API is dispatched, executed against its endpoint
     if (!job.ok) throw new Error("get failed");
     expect(job.body.attempts.map((a) => a.status)).toEqual(["succeeded"]);
   } finally {
-    server.close();
+    await server.close();
   }
 });
 
 test("cancel between retries says earlier attempts ran: the target acted once (answered 500), then the cancel is cancelled_after_attempts, and a repeat answers the same", async () => {
   let hits = 0;
-  const server = http.createServer((req, res) => {
-    req.resume();
-    req.on("end", () => {
+  const server = await startSink({
+    respond: () => {
       hits += 1;
-      res.writeHead(500).end("the target acted, then failed");
-    });
+      return { status: 500, body: "the target acted, then failed" };
+    },
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  const port = (server.address() as AddressInfo).port;
+  const port = server.port;
   try {
     const created = await client.call("createJob", {
       body: { target: { url: `http://127.0.0.1:${port}/charge` }, maxAttempts: 3, backoff: { strategy: "fixed", baseMs: 600_000, maxMs: 600_000, jitter: "none" } },
@@ -89,6 +77,6 @@ test("cancel between retries says earlier attempts ran: the target acted once (a
     expect(again.body).toMatchObject({ outcome: "cancelled_after_attempts", attemptsStarted: 1, repeated: true });
     expect(hits).toBe(1);
   } finally {
-    await new Promise((r) => server.close(r));
+    await server.close();
   }
 });

@@ -1,6 +1,5 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { expect, test } from "@playwright/test";
+import { startSink } from "@tick/testing";
 import { createTickClient } from "@tick/client";
 import { checkPageAtWidths, signIn } from "./page-checks";
 import { productState } from "./product-state";
@@ -10,12 +9,8 @@ const client = createTickClient({ baseUrl: state.consoleUrl, apiKey: state.apiKe
 
 test("after a small workload the overview charts are drawn from the scheduler's rollups, for 1 h, 24 h and 7 d", async ({ page }) => {
   test.setTimeout(120_000);
-  const server = http.createServer((req, res) => {
-    req.resume();
-    req.on("end", () => res.writeHead(req.url?.includes("fail") ? 500 : 200).end());
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const server = await startSink({ respond: (req) => ({ status: req.url.includes("fail") ? 500 : 200 }) });
+  const base = server.url("");
   try {
     const ids: string[] = [];
     for (let i = 0; i < 8; i++) {
@@ -67,6 +62,6 @@ test("after a small workload the overview charts are drawn from the scheduler's 
     }
     await page.screenshot({ path: "test-results/overview-7d-1280.png", fullPage: true });
   } finally {
-    server.close();
+    await server.close();
   }
 });

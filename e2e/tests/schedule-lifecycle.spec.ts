@@ -1,6 +1,5 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { expect, test } from "@playwright/test";
+import { startSink } from "@tick/testing";
 import { createTickClient } from "@tick/client";
 import { productState } from "./product-state";
 
@@ -9,15 +8,13 @@ const client = createTickClient({ baseUrl: state.consoleUrl, apiKey: state.apiKe
 
 test("a schedule created through the API fires its occurrences as jobs, each with its own occurrence key", async () => {
   const calls: { key: string | undefined }[] = [];
-  const server = http.createServer((req, res) => {
-    req.resume();
-    req.on("end", () => {
-      calls.push({ key: req.headers["idempotency-key"] as string | undefined });
-      res.writeHead(200).end();
-    });
+  const server = await startSink({
+    respond: (req) => {
+      calls.push({ key: req.idempotencyKey });
+      return undefined;
+    },
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  const port = (server.address() as AddressInfo).port;
+  const port = server.port;
   let scheduleId: string | undefined;
   try {
     const created = await client.call("createSchedule", {
@@ -38,6 +35,6 @@ test("a schedule created through the API fires its occurrences as jobs, each wit
     for (const key of keys) expect(key).toMatch(new RegExp(`^schedule:${scheduleId}:\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\+0[12]:00$`));
   } finally {
     if (scheduleId) await client.call("deleteSchedule", { params: { id: scheduleId } });
-    server.close();
+    await server.close();
   }
 });

@@ -1,6 +1,5 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { expect, test } from "@playwright/test";
+import { startSink } from "@tick/testing";
 import { checkPageAtWidths } from "./page-checks";
 import { productState } from "./product-state";
 
@@ -10,16 +9,13 @@ test("webhooks in the console: add an endpoint on a local sink, a test delivery 
   // The sink: answers 200 or 500 as told, and keeps what it received.
   let failing = false;
   const received: { id: string; signature: string; type: string }[] = [];
-  const server = http.createServer((req, res) => {
-    let body = "";
-    req.on("data", (c: Buffer) => (body += c.toString()));
-    req.on("end", () => {
-      received.push({ id: String(req.headers["webhook-id"]), signature: String(req.headers["webhook-signature"]), type: (JSON.parse(body) as { type: string }).type });
-      res.writeHead(failing ? 500 : 200).end();
-    });
+  const server = await startSink({
+    respond: (req) => {
+      received.push({ id: String(req.headers["webhook-id"]), signature: String(req.headers["webhook-signature"]), type: (JSON.parse(req.body) as { type: string }).type });
+      return { status: failing ? 500 : 200 };
+    },
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks/${Date.now().toString(36)}`;
+  const url = server.url(`/hooks/${Date.now().toString(36)}`);
   try {
     await page.goto("/login");
     await page.getByLabel("Email").fill(state.email);
@@ -70,6 +66,6 @@ test("webhooks in the console: add an endpoint on a local sink, a test delivery 
       await expect(page.getByTestId("audit-row").first()).toContainText(action);
     }
   } finally {
-    server.close();
+    await server.close();
   }
 });

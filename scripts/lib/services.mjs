@@ -12,7 +12,7 @@ import { ROOT } from "./paths.mjs";
 const require = createRequire(path.join(ROOT, "packages/db/package.json"));
 
 export const DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/tick";
-export const DEFAULT_REDIS_URL = "redis://127.0.0.1:6379";
+const DEFAULT_REDIS_URL = "redis://127.0.0.1:6379";
 const LOCAL_PG_PORT = 54329;
 const LOCAL_REDIS_PORT = 63799;
 
@@ -44,7 +44,7 @@ export async function postgresAnswers(url, timeoutMs = 3000) {
 }
 
 /** Creates the URL's database if the server does not have it yet (a fresh server has only `postgres`). */
-export async function ensureDatabase(url) {
+async function ensureDatabase(url) {
   const pg = loadPg();
   const name = decodeURIComponent(new URL(url).pathname.replace(/^\//, "")) || "postgres";
   const admin = new URL(url);

@@ -16,7 +16,7 @@ export function checkNode() {
 }
 
 /** Runs a command in the repository root, inheriting the terminal; throws with the command on failure. */
-export function run(cmd, args, { env = process.env, quiet = false } = {}) {
+function run(cmd, args, { env = process.env, quiet = false } = {}) {
   const r = spawnSync(cmd, args, { cwd: ROOT, env, stdio: quiet ? ["ignore", "pipe", "pipe"] : "inherit", encoding: "utf8" });
   if (r.status !== 0) {
     if (quiet) process.stderr.write(`${r.stdout ?? ""}${r.stderr ?? ""}`);

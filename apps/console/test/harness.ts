@@ -10,7 +10,7 @@ import { createOpenApiValidator } from "./openapi-validator";
 const consoleDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const nextBin = path.resolve(consoleDir, "../../node_modules/next/dist/bin/next");
 
-export type KeyRole = "owner" | "admin" | "operator" | "viewer";
+type KeyRole = "owner" | "admin" | "operator" | "viewer";
 
 export interface TestTenant {
   id: string;

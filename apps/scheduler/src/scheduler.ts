@@ -56,7 +56,7 @@ export interface SchedulerConfig {
   maintenance?: Partial<typeof MAINTENANCE_DEFAULTS>;
 }
 
-export const MAINTENANCE_DEFAULTS = {
+const MAINTENANCE_DEFAULTS = {
   intervalMs: 1_000,
   archiveAfterMs: 60_000,
   batch: 1_000,

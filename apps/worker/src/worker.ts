@@ -15,7 +15,7 @@ import { deliverWebhook, type DeliveryObservation } from "./execution/webhook-de
 import { createHttpCaller } from "./execution/http-call.js";
 import { createWorkerMetrics } from "./metrics.js";
 
-export interface WorkerConfig {
+interface WorkerConfig {
   id: string;
   redisPrefix: string;
   /** Calls to targets in flight at once; as many more attempts may be starting, and twice as many messages held. */
@@ -165,5 +165,3 @@ export function createAttemptWorker(deps: WorkerDeps) {
     },
   };
 }
-
-export type AttemptWorker = ReturnType<typeof createAttemptWorker>;

@@ -3,9 +3,8 @@ import { describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { ATTEMPT_QUEUE } from "@tick/core";
 import { sql } from "@tick/db";
-import { waitFor } from "@tick/testing";
+import { waitFor, type Sink } from "@tick/testing";
 import { metricValue, type ProcessWorld, useProcessWorld } from "./harness.js";
-import type { Sink } from "./sink.js";
 
 let w: ProcessWorld;
 let sink: Sink;

@@ -1,6 +1,3 @@
-// The exposition parsing lives in @tick/testing (the console's tests scrape too); re-exported for these tests.
-export { declaredMetrics, matching, samples, seriesValue } from "@tick/testing";
-
 /** A process's Prometheus exposition, fetched from its health port. */
 export async function scrape(healthPort: number): Promise<string> {
   return (await fetch(`http://127.0.0.1:${healthPort}/metrics`)).text();

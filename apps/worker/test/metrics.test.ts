@@ -1,8 +1,8 @@
 // The metrics of docs/observability.md as the running processes export them: a small workload, then
 // each series is read from the worker's and the scheduler's /metrics and compared with what happened.
 import { describe, expect, it } from "vitest";
-import { waitFor, type Sink } from "@tick/testing";
-import { matching, scrape, seriesValue } from "./metrics-scrape.js";
+import { matching, seriesValue, waitFor, type Sink } from "@tick/testing";
+import { scrape } from "./metrics-scrape.js";
 import { type ProcessWorld, useProcessWorld } from "./harness.js";
 
 let w: ProcessWorld;

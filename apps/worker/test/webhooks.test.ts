@@ -1,9 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
 import { inTransaction, sql } from "@tick/db";
-import { waitFor } from "@tick/testing";
+import { waitFor, type Sink } from "@tick/testing";
 import { type ProcessWorld, useProcessWorld } from "./harness.js";
-import type { Sink } from "./sink.js";
 
 let w: ProcessWorld;
 let sink: Sink;

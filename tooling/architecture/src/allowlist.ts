@@ -27,7 +27,7 @@ const TOOLS = ["tooling/chaos/**", "tooling/bench/**"];
 // npm start / npm test: the launcher that finds or starts Postgres and Redis and builds each app's environment.
 const SCRIPTS = ["scripts/**"];
 
-export const ALLOWLIST: readonly AllowlistEntry[] = [
+const ALLOWLIST: readonly AllowlistEntry[] = [
   { check: ENV_READS, files: TESTS, reason: "tests find their services (DATABASE_URL, REDIS_URL as npm test passes them) and set the environment of the processes they start" },
   { check: ENV_READS, files: TOOLS, reason: "the chaos and bench entry points are their own composition roots and configure the product processes they start" },
   { check: ENV_READS, files: SCRIPTS, reason: "the launcher builds the environment the apps are started with" },

@@ -2,7 +2,7 @@ import path from "node:path";
 import ts from "typescript";
 import { findingAt, forEachNode, literalText, type Finding, type SourceFile } from "./source-tree.js";
 
-export const APP_SOURCE_IMPORTS = "app-source-imports";
+const APP_SOURCE_IMPORTS = "app-source-imports";
 
 /** The app a repository path belongs to (`apps/<name>/...`), and whether it is in the app's source. */
 const APP_PATH = /^apps\/([^/]+)\/(src(?:\/|$))?/;

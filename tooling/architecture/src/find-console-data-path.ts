@@ -1,7 +1,7 @@
 import ts from "typescript";
 import { findingAt, forEachNode, literalText, type Finding, type SourceFile } from "./source-tree.js";
 
-export const CONSOLE_DATA_PATH = "console-data-path";
+const CONSOLE_DATA_PATH = "console-data-path";
 
 /** The console's pages, layouts, server actions and route handlers (Next's app directory). */
 const CONSOLE_APP = /^apps\/console\/src\/app\//;

@@ -4,7 +4,7 @@ import { findingAt, forEachNode, literalText, type Finding, type SourceFile } fr
 export const ENV_READS = "env-reads";
 
 /** Where process.env may be read: each app's env module and composition root (CONVENTIONS: Env and config). */
-export const ENV_READERS: readonly RegExp[] = [
+const ENV_READERS: readonly RegExp[] = [
   /^apps\/[^/]+\/src\/(env|main)\.ts$/,
   /^apps\/console\/src\/server\/env\.ts$/, // the console's env module: parsed once, on first use
   /^apps\/console\/src\/instrumentation\.ts$/, // Next.js' start hook: NEXT_RUNTIME picks the Node.js half

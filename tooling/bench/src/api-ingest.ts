@@ -15,7 +15,7 @@ const nextBin = path.join(root, "node_modules/next/dist/bin/next");
 /** The console's warning when the admission check let a request through unchecked (admission.ts). */
 const FAIL_OPEN_LINE = "failing open";
 
-export interface IngestRun {
+interface IngestRun {
   endpoint: "single" | "batch";
   /** Closed loop: this many requests in flight, each sent when the previous one of its lane answered. */
   concurrency: number | null;

@@ -3,7 +3,7 @@ import { databaseNow, withTick, type Context } from "./scenarios.js";
 import type { TickTenant } from "./tick.js";
 
 /** Twenty zones: whole, half and three-quarter hour offsets, both hemispheres' summer time rules. */
-export const ZONES = [
+const ZONES = [
   "UTC",
   "Europe/London",
   "Europe/Paris",
@@ -29,7 +29,7 @@ const KINDS = ["minute", "hourly", "daily"] as const;
 /** The scheduler's lookahead, set here so the window below knows when occurrences became due for it. */
 const LOOKAHEAD_MS = 2_000;
 
-export interface RecurrenceRound {
+interface RecurrenceRound {
   /** Offset of the occurrence instant from the first one ("T", "T+60s"). */
   dueAt: string;
   /** Schedules with an occurrence at that instant. */
@@ -63,7 +63,7 @@ function localTime(at: Date, zone: string): { s: number; m: number; h: number } 
 }
 
 /** Six-field crons (seconds first) that all fire at `at`: every minute, hourly and daily, in `zone`'s local time. */
-export function cronsFiringAt(at: Date, zone: string): Record<(typeof KINDS)[number], string> {
+function cronsFiringAt(at: Date, zone: string): Record<(typeof KINDS)[number], string> {
   const { s, m, h } = localTime(at, zone);
   return { minute: `${s} * * * * *`, hourly: `${s} ${m} * * * *`, daily: `${s} ${m} ${h} * * *` };
 }

@@ -22,7 +22,7 @@ export interface ScaleOutResult {
   notSucceeded: number;
 }
 
-export const SCALE_OUT_SIZES: readonly (readonly [number, number])[] = [1, 2, 4].flatMap((s) => [1, 2, 4].map((w) => [s, w] as const));
+const SCALE_OUT_SIZES: readonly (readonly [number, number])[] = [1, 2, 4].flatMap((s) => [1, 2, 4].map((w) => [s, w] as const));
 
 export async function scaleOut(ctx: Context, jobs: number, sizes = SCALE_OUT_SIZES): Promise<ScaleOutResult[]> {
   const results: ScaleOutResult[] = [];

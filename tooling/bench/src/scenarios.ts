@@ -89,7 +89,7 @@ export interface BurnDownTimeline {
   callsPerBucket: number[];
 }
 
-export interface WorkerSlotsMeans {
+interface WorkerSlotsMeans {
   capacity: number;
   callsBusy: number;
   waitingForCall: number;
@@ -657,7 +657,7 @@ export interface HistoryResult {
 }
 
 /** A plan's text without the literals that differ between runs (tenant ids, shard numbers). */
-export function normalizePlan(plan: string): string {
+function normalizePlan(plan: string): string {
   return plan.replace(/'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'::uuid/g, "$TENANT").replace(/shard = \d+/g, "shard = $SHARD");
 }
 
@@ -733,7 +733,7 @@ export async function history(ctx: Context, historyCounts: number[], dueJobs: nu
 }
 
 /** The width of a burn-down timeline's buckets. */
-export const TIMELINE_BUCKET_MS = 100;
+const TIMELINE_BUCKET_MS = 100;
 
 /**
  * Where a burn-down's time went, from the sink's first arrival of each job: when the enqueue returned, the

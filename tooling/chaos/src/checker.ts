@@ -3,7 +3,7 @@ import type { ChaosSink } from "./sink.js";
 import { measureStartLags } from "./start-lag.js";
 import type { Op } from "./workload.js";
 
-export interface PhaseRow {
+interface PhaseRow {
   phase: string;
   scenarios: string;
   faults: number;

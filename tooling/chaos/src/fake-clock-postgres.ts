@@ -5,7 +5,7 @@ import path from "node:path";
 import { freePort, waitFor } from "@tick/testing";
 
 /** Debian's libfaketime (apt package `faketime`), if installed. */
-export function findLibfaketime(): string | null {
+function findLibfaketime(): string | null {
   for (const dir of ["/usr/lib/x86_64-linux-gnu/faketime", "/usr/lib/aarch64-linux-gnu/faketime", "/usr/lib/faketime"]) {
     const lib = path.join(dir, "libfaketime.so.1");
     if (fs.existsSync(lib)) return lib;

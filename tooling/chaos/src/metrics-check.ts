@@ -29,7 +29,7 @@ export function parseMetrics(text: string): Sample[] {
 type Filter = Record<string, string>;
 const matches = (s: Sample, name: string, filter: Filter = {}) => s.name === name && Object.entries(filter).every(([k, v]) => s.labels[k] === v);
 /** Sum of a metric's series in one scrape (over the labels not in the filter). */
-export const sumOf = (scrape: Scrape, name: string, filter?: Filter) => scrape.samples.filter((s) => matches(s, name, filter)).reduce((a, s) => a + s.value, 0);
+const sumOf = (scrape: Scrape, name: string, filter?: Filter) => scrape.samples.filter((s) => matches(s, name, filter)).reduce((a, s) => a + s.value, 0);
 const valuesOf = (scrape: Scrape, name: string, filter?: Filter) => scrape.samples.filter((s) => matches(s, name, filter)).map((s) => s.value);
 
 /**
@@ -88,8 +88,6 @@ export function createMetricsRecorder(cluster: Cluster, log: (line: string) => v
     },
   };
 }
-
-export type MetricsRecorder = ReturnType<typeof createMetricsRecorder>;
 
 /** One metrics check in the suite's report. */
 export interface MetricCheck {

@@ -24,7 +24,7 @@ import {
  * promtool's rule unit tests (prometheus.test.ts runs them).
  */
 
-export interface Firing {
+interface Firing {
   alert: string;
   /** Seconds from the start of the series. */
   at: number;
@@ -47,7 +47,7 @@ const W2 = WORKERS[1];
 const min = (m: number) => m * 60;
 
 /** Each silent alert is checked this often, from a minute before the incident to its end. */
-export const QUIET_CHECKS = [T0 - min(1), T0 + min(2), T0 + min(5), T0 + min(10), T0 + min(20), T0 + min(30)];
+const QUIET_CHECKS = [T0 - min(1), T0 + min(2), T0 + min(5), T0 + min(10), T0 + min(20), T0 + min(30)];
 
 const BASE = (tenant: Tenant, t: number) => healthy.queue(tenant, t);
 

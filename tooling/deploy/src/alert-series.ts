@@ -13,18 +13,18 @@ import { LAG_BUCKET_BOUNDS_MS } from "@tick/core";
  * - a gauge the process removes (a breaker no longer open, a shard given up) ends with a staleness marker.
  */
 
-export const STEP_S = 15;
-export const END_S = 50 * 60;
+const STEP_S = 15;
+const END_S = 50 * 60;
 /** When each incident begins. */
 export const T0 = 15 * 60;
 
 export const SCHEDULERS = ["scheduler-1:9464", "scheduler-2:9464"] as const;
 export const WORKERS = ["worker-1:9465", "worker-2:9465"] as const;
-export const CONSOLES = ["console-1:9466"] as const;
-export type Scheduler = (typeof SCHEDULERS)[number];
-export type Worker = (typeof WORKERS)[number];
-export type Console = (typeof CONSOLES)[number];
-export type Instance = Scheduler | Worker | Console;
+const CONSOLES = ["console-1:9466"] as const;
+type Scheduler = (typeof SCHEDULERS)[number];
+type Worker = (typeof WORKERS)[number];
+type Console = (typeof CONSOLES)[number];
+type Instance = Scheduler | Worker | Console;
 
 export const TENANT_A = "11111111-1111-4111-8111-111111111111";
 export const TENANT_B = "22222222-2222-4222-8222-222222222222";
@@ -32,23 +32,23 @@ export const TENANT_C = "33333333-3333-4333-8333-333333333333";
 export const TENANTS = [TENANT_A, TENANT_B, TENANT_C, "other"] as const;
 export type Tenant = (typeof TENANTS)[number];
 /** Each tenant's shard (tenants are spread over shards by ID; "other" stands for the unlabelled ones). */
-export const SHARD_OF: Record<Tenant, number> = { [TENANT_A]: 0, [TENANT_B]: 1, [TENANT_C]: 2, other: 3 };
-export const SHARDS = [0, 1, 2, 3] as const;
+const SHARD_OF: Record<Tenant, number> = { [TENANT_A]: 0, [TENANT_B]: 1, [TENANT_C]: 2, other: 3 };
+const SHARDS = [0, 1, 2, 3] as const;
 
-export const DEPENDENCIES = ["pay.example", "mail.example", "other"] as const;
+const DEPENDENCIES = ["pay.example", "mail.example", "other"] as const;
 export type Dependency = (typeof DEPENDENCIES)[number];
 
-export const LOOPS = ["leases", "dispatch", "relay", "reaper", "reconcile", "recurrence", "replay", "maintenance"] as const;
-export type Loop = (typeof LOOPS)[number];
+const LOOPS = ["leases", "dispatch", "relay", "reaper", "reconcile", "recurrence", "replay", "maintenance"] as const;
+type Loop = (typeof LOOPS)[number];
 
 /** Steps per second each loop finishes when healthy (its interval, or faster while busy). */
-export const LOOP_RATE: Record<Loop, number> = { leases: 0.2, dispatch: 10, relay: 10, reaper: 0.5, reconcile: 0.2, recurrence: 2, replay: 4, maintenance: 1 };
+const LOOP_RATE: Record<Loop, number> = { leases: 0.2, dispatch: 10, relay: 10, reaper: 0.5, reconcile: 0.2, recurrence: 2, replay: 4, maintenance: 1 };
 
 /** Jobs per second each tenant has falling due (and, when healthy, dispatched and started). */
 export const ARRIVALS: Record<Tenant, number> = { [TENANT_A]: 4, [TENANT_B]: 2, [TENANT_C]: 2, other: 1 };
 
 /** SCHEDULER_DISPATCH_RATE of the simulated deployment (jobs/s, shared by the schedulers by shards held). */
-export const DISPATCH_RATE = 20;
+const DISPATCH_RATE = 20;
 
 export interface QueueSample {
   waiting: number;
@@ -58,7 +58,7 @@ export interface QueueSample {
   dead: number;
 }
 
-export interface ReplaySample {
+interface ReplaySample {
   status: "running" | "paused" | "auto_paused";
   pending: number;
   inFlight: number;
@@ -248,7 +248,7 @@ const round = (v: number) => Math.round(v * 1e6) / 1e6;
 const perMinute = (t: number) => Math.floor(t / 60) * 60;
 
 /** The scheduler that really holds a shard at t: the highest epoch among the live ones that believe so. */
-export function holderOf(model: Model, shard: number, t: number): Scheduler | null {
+function holderOf(model: Model, shard: number, t: number): Scheduler | null {
   let best: { s: Scheduler; epoch: number } | null = null;
   for (const s of SCHEDULERS) {
     if (!model.up(s, t) || model.frozen(s, t)) continue;
@@ -347,7 +347,7 @@ export function seriesOf(model: Model): Series[] {
  * promtool's expanding notation: runs of evenly spaced values as `a+bxn` (a, a+b, ..., a+n*b), n missing
  * samples as `_xn`, and `stale` where a series that had a value stops being exported.
  */
-export function encode(samples: readonly Sample[]): string {
+function encode(samples: readonly Sample[]): string {
   const out: string[] = [];
   let i = 0;
   while (i < samples.length) {

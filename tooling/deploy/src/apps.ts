@@ -8,7 +8,7 @@ import { workerEnvSchema } from "@tick/worker/env";
 export type AppName = "console" | "scheduler" | "worker";
 
 /** Each app's environment schema (the one its composition root parses) and the variables it knows. */
-export const APP_ENV: Record<AppName, { schema: z.ZodType; variables: ReadonlySet<string> }> = {
+const APP_ENV: Record<AppName, { schema: z.ZodType; variables: ReadonlySet<string> }> = {
   console: { schema: consoleEnvSchema, variables: new Set(Object.keys(consoleEnvSchema.shape)) },
   scheduler: { schema: schedulerEnvSchema, variables: new Set(Object.keys(schedulerEnvSchema.shape)) },
   worker: { schema: workerEnvSchema, variables: new Set(Object.keys(workerEnvSchema.shape)) },

@@ -15,7 +15,7 @@ import { ScaledObject } from "@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObj
 type Model = new (data: any) => { validate(): void };
 
 /** The schema of every kind the manifests may hold (a kind not here fails the check: nothing goes unvalidated). */
-export const MODELS: Record<string, Model> = {
+const MODELS: Record<string, Model> = {
   "v1/Namespace": Namespace,
   "v1/ConfigMap": ConfigMap,
   "v1/Secret": Secret,
@@ -28,7 +28,7 @@ export const MODELS: Record<string, Model> = {
   "keda.sh/v1alpha1/ScaledObject": ScaledObject,
 };
 
-export interface EnvVar {
+interface EnvVar {
   name: string;
   value?: string;
   valueFrom?: {
@@ -38,7 +38,7 @@ export interface EnvVar {
   };
 }
 
-export interface Probe {
+interface Probe {
   httpGet: { path: string; port: string | number };
 }
 
@@ -54,7 +54,7 @@ export interface Container {
 }
 
 /** The fields of the kinds here that the checks read (each kind's full schema is checked by validate()). */
-export interface Spec {
+interface Spec {
   replicas?: number;
   template?: { metadata: { labels: Record<string, string>; annotations?: Record<string, string> }; spec: { containers: Container[] } };
   /** A Service's selector is a label map; a workload's or a budget's has matchLabels. */

@@ -63,7 +63,7 @@ function isAnySchema(s: JsonObject): boolean {
  * `anyOf: [X, {type: null}]` and `type: [T, "null"]` become X/T plus a nullable flag, so the table can
  * show "string · date-time | null" instead of a union of two schemas. Annotations of the wrapper win.
  */
-export function unwrapNullable(schema: JsonObject): { core: JsonObject; nullable: boolean } {
+function unwrapNullable(schema: JsonObject): { core: JsonObject; nullable: boolean } {
   const variants = schema.anyOf ?? schema.oneOf;
   if (isList(variants)) {
     const nonNull = variants.filter((v) => !isNullSchema(v));
@@ -82,7 +82,7 @@ export function unwrapNullable(schema: JsonObject): { core: JsonObject; nullable
 }
 
 /** A short type expression: `string`, `array<Job>`, `map<string, string>`, `Backoff | null`. */
-export function TypeLabel({ schema, depth = 0 }: { schema: unknown; depth?: number }): ReactNode {
+function TypeLabel({ schema, depth = 0 }: { schema: unknown; depth?: number }): ReactNode {
   if (!isObject(schema)) return <span>any</span>;
   if (depth > MAX_DEPTH) return <span>…</span>;
   const ref = refName(schema);
@@ -178,7 +178,7 @@ function constraintChips(schema: JsonObject, prefix = ""): ReactNode[] {
   return chips;
 }
 
-export function Constraints({ schema }: { schema: unknown }) {
+function Constraints({ schema }: { schema: unknown }) {
   if (!isObject(schema)) return null;
   const chips = constraintChips(schema);
   return chips.length ? <span className="flex flex-wrap items-center gap-1">{chips}</span> : null;

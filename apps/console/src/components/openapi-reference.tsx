@@ -10,7 +10,7 @@ import { isObject, Prose, RefLink, refName, schemaAnchor, SchemaSummary, SchemaV
 
 const HTTP_METHODS = ["get", "put", "post", "patch", "delete", "head", "options", "trace"] as const;
 
-export interface ParameterInfo {
+interface ParameterInfo {
   name: string;
   in: string;
   required: boolean;
@@ -18,18 +18,18 @@ export interface ParameterInfo {
   schema: unknown;
 }
 
-export interface MediaInfo {
+interface MediaInfo {
   mediaType: string;
   schema: unknown;
 }
 
-export interface HeaderInfo {
+interface HeaderInfo {
   name: string;
   description?: string;
   schema: unknown;
 }
 
-export interface ResponseInfo {
+interface ResponseInfo {
   status: string;
   description: string;
   problemTypes: string[];
@@ -37,7 +37,7 @@ export interface ResponseInfo {
   content: MediaInfo[];
 }
 
-export interface OperationInfo {
+interface OperationInfo {
   id: string;
   method: string;
   path: string;
@@ -114,7 +114,7 @@ function readOperation(path: string, method: string, raw: JsonObject): Operation
 }
 
 /** Narrows the document into what the page shows; groups keep the order of first appearance. */
-export function readReference(document: unknown): ReferenceModel {
+function readReference(document: unknown): ReferenceModel {
   const doc = obj(document);
   const info = obj(doc.info);
   const groups = new Map<string, OperationInfo[]>();

@@ -6,10 +6,10 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 const ROUTER_VARY = new Set(["rsc", "next-router-state-tree", "next-router-prefetch", "next-router-segment-prefetch", "next-url"]);
 
 /** The API, next-auth's routes and the health endpoints: route handlers, never pages. */
-export const isApiPath = (url: string): boolean => /^\/(api\/|(healthz|readyz)(\/|\?|$))/.test(url);
+const isApiPath = (url: string): boolean => /^\/(api\/|(healthz|readyz)(\/|\?|$))/.test(url);
 
 /** A `Vary` value (or Node's list of them) without Next's router headers; undefined when nothing is left. */
-export function withoutRouterVary(vary: string | number | string[]): string | undefined {
+function withoutRouterVary(vary: string | number | string[]): string | undefined {
   const kept = [vary].flat().flatMap((v) => String(v).split(",")).map((v) => v.trim()).filter((v) => v && !ROUTER_VARY.has(v.toLowerCase()));
   return kept.length ? kept.join(", ") : undefined;
 }

@@ -12,8 +12,6 @@ import { checkSession, endSession, readActiveSession, startSession, type Session
 
 import type { ConsoleRole } from "@tick/contract";
 
-export type { ConsoleRole };
-
 export interface ConsoleMembership {
   tenantId: string;
   tenantSlug: string;

@@ -5,7 +5,7 @@ import nodemailer from "nodemailer";
 import type { InvitationMailer } from "./services/members";
 
 /** One plain-text email. Links go in the body only. */
-export interface MailMessage {
+interface MailMessage {
   to: string;
   subject: string;
   text: string;

@@ -3,7 +3,7 @@ import { AppError } from "@tick/core";
 import { MetricLabels } from "@tick/runtime";
 
 /** Why a job was refused at admission: the tenant's token bucket, or its pending-job quota (services/jobs.ts). */
-export type AdmissionRejection = "rate_limit" | "quota";
+type AdmissionRejection = "rate_limit" | "quota";
 
 /** What became of the jobs of one create request (single or batch), as createJobs reports them. */
 export interface AdmissionTally {

@@ -11,7 +11,7 @@ const holder = globalThis as unknown as { __tickTracing?: Promise<Tracing> };
  * The console's tracing (docs/observability.md, "Traces"): off (NO_TRACING, no SDK loaded) unless
  * OTEL_EXPORTER_OTLP_ENDPOINT is set. Made on first use: the SDK is imported only then.
  */
-export function getTracing(): Promise<Tracing> {
+function getTracing(): Promise<Tracing> {
   holder.__tickTracing ??= createTracing(
     tracingConfig(getEnv(), { serviceName: "tick-console", serviceInstanceId: `${os.hostname()}:${process.pid}` }),
     getContext().logger,

@@ -3,7 +3,7 @@ import { sql } from "@tick/db";
 import type { Cancellation } from "./http-call.js";
 
 /** The lease on one running attempt, as its runner sees it. */
-export interface AttemptLease extends Cancellation {
+interface AttemptLease extends Cancellation {
   lost: () => boolean;
   /** S7, narrowed: a reason not to send now (less than one heartbeat of lease left), or null. */
   mayStillSend: () => string | null;

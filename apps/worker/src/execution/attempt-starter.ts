@@ -3,7 +3,7 @@ import { sql } from "@tick/db";
 import type { Logger } from "@tick/runtime";
 import { createBatchQueue } from "./batch-queue.js";
 
-export interface BatchedStart {
+interface BatchedStart {
   started: sql.StartedAttempt;
   /** When the statement that granted the lease was sent (performance.now()): the lease began no earlier. */
   sentAt: number;

@@ -25,7 +25,7 @@ export interface CreateTry {
 }
 
 /** A client gives up on one request after this long (the console must answer 503 well before). */
-export const CLIENT_TIMEOUT_MS = 15_000;
+const CLIENT_TIMEOUT_MS = 15_000;
 
 const OK_503 = new Map<string, TryOutcome>([
   [problemType("database_unavailable"), "database_unavailable"],

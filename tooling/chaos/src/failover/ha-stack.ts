@@ -138,7 +138,7 @@ export async function stopAllStacks(): Promise<void> {
   await Promise.all([...liveStacks].map((stop) => stop()));
 }
 
-export interface StackProcess {
+interface StackProcess {
   name: string;
   proc: RunningProcess;
 }

@@ -15,14 +15,14 @@ import { createHaStack, TEST_TIMINGS, type HaStack, type PatroniMember } from ".
 const START_LAG_SLACK_MS = 4_000;
 const STEADY_MS = 6_000;
 
-export type Replication = "synchronous" | "asynchronous";
+type Replication = "synchronous" | "asynchronous";
 
 /**
  * What dies. machine: Patroni and the postmaster together (the primary's host is lost): Patroni's leader
  * lock lapses after its TTL and the standby is promoted. postmaster: SIGKILL of the postmaster alone:
  * Patroni, still holding the lock, restarts it in place (crash recovery), no failover.
  */
-export type KillKind = "machine" | "postmaster";
+type KillKind = "machine" | "postmaster";
 
 export interface FailoverRun {
   name: string;
@@ -82,7 +82,7 @@ export interface PostgresFailoverReport {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
   const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
   c.on("error", () => {});
   await c.connect();

@@ -16,7 +16,7 @@ const STATUS_CHOICES = [{ value: "", label: "Any status" }, { value: "scheduled,
 const instant = (local: string) => (local ? new Date(local).toISOString() : undefined);
 
 /** "POST api.example.com/orders": what a job calls, short enough for a list. */
-export function targetSummary(target: Job["target"]): string {
+function targetSummary(target: Job["target"]): string {
   try {
     const u = new URL(target.url);
     return `${target.method} ${u.host}${u.pathname === "/" ? "" : u.pathname}`;

@@ -96,7 +96,7 @@ export function assertSameOrigin(request: Request): void {
 }
 
 /** True when `origin` (an Origin header) is exactly the console's public origin. */
-export function isConsoleOrigin(origin: string | null): boolean {
+function isConsoleOrigin(origin: string | null): boolean {
   if (!origin || origin === "null") return false;
   let parsed: URL;
   try {

@@ -60,7 +60,7 @@ export function getAuthLimits(): AuthLimits {
 let sharedMailer: Mailer | null | undefined;
 
 /** The one mail transport (TICK_MAIL_DIR, else SMTP_URL, else none), shared by sign-up and invitations. */
-export function getMailer(): Mailer | null {
+function getMailer(): Mailer | null {
   if (sharedMailer === undefined) {
     const env = getEnv();
     sharedMailer = createMailer({ smtpUrl: env.SMTP_URL, mailDir: env.TICK_MAIL_DIR, from: env.SMTP_FROM });

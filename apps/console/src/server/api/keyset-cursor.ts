@@ -8,7 +8,7 @@ export const invalidCursor = () =>
  * Opaque keyset cursor for listings ordered by (timestamp DESC, id DESC): the position of the last row
  * of a page, so the next page costs the same however deep it is.
  */
-export const keysetCursor = {
+const keysetCursor = {
   encode: (at: Date, id: string) => Buffer.from(JSON.stringify({ t: at.toISOString(), i: id })).toString("base64url"),
   decode: (cursor: string): { at: string; id: string } => {
     try {

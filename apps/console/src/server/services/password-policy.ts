@@ -43,7 +43,7 @@ const HINTS: Record<string, string> = {
  * Why this password is refused, or null when it is accepted. `related` are the words of the request that the
  * password must not be built from (the email, the tenant's name and slug).
  */
-export function passwordPolicyProblem(password: string, related: readonly string[] = []): string | null {
+function passwordPolicyProblem(password: string, related: readonly string[] = []): string | null {
   const result = zxcvbn().check(password, related.filter(Boolean).map((s) => s.toLowerCase()));
   if (result.score >= MIN_SCORE) return null;
   const hint = result.feedback.warning ? HINTS[result.feedback.warning] : undefined;

@@ -23,7 +23,7 @@ const MAX_READYZ_BYTES = 64 * 1024;
  * (never anything a request carries), and only an http(s) URL whose path is /readyz is fetched, without
  * following redirects, so the console cannot be pointed anywhere else through this page.
  */
-export async function fetchReadiness(url: string | null, timeoutMs: number): Promise<Readiness> {
+async function fetchReadiness(url: string | null, timeoutMs: number): Promise<Readiness> {
   const unknown = (status: Readiness["status"], reason: string, httpStatus: number | null = null): Readiness => ({ status, httpStatus, failed: { readyz: reason }, checks: [] });
   if (!url) return unknown("unknown", "the process registered no health address");
   let parsed: URL;

@@ -11,7 +11,7 @@ import type { TenantServiceDeps } from "./tenant-service-deps";
 
 type ScheduleRecord = Awaited<ReturnType<PrismaClient["schedule"]["findFirstOrThrow"]>> & { queue: { name: string } };
 
-export function scheduleView(s: ScheduleRecord) {
+function scheduleView(s: ScheduleRecord) {
   return {
     id: s.id,
     name: s.name,
@@ -44,7 +44,7 @@ const wallTime = (at: Date, offsetMinutes: number) => new Date(at.getTime() + of
  * `local` with `offset` gives `at` (the wall clock when it fires); `nominal` is the local time the rule
  * matched, which differs only where the DST policy moved the occurrence (a gap shifted forward).
  */
-export const occurrenceView = (o: Occurrence) => ({
+const occurrenceView = (o: Occurrence) => ({
   at: o.at.toISOString(),
   local: wallTime(o.at, o.offsetMinutes),
   nominal: o.nominal,

@@ -36,7 +36,7 @@ interface SessionTimes {
 }
 
 /** The one rule for whether a session row still signs its person in. */
-export function sessionState(row: SessionTimes | null | undefined, idleTimeoutMs: number, now: number): SessionState {
+function sessionState(row: SessionTimes | null | undefined, idleTimeoutMs: number, now: number): SessionState {
   if (!row) return "missing";
   if (row.revokedAt) return "revoked";
   if (row.expiresAt.getTime() <= now) return "expired";
@@ -48,7 +48,7 @@ export function sessionState(row: SessionTimes | null | undefined, idleTimeoutMs
  * How stale last_seen_at may get before a request writes it: a minute, or a quarter of the idle lifetime
  * when that is shorter, so an active session never idles out between two writes.
  */
-export const touchIntervalMs = (idleTimeoutMs: number) => Math.min(60_000, Math.floor(idleTimeoutMs / 4));
+const touchIntervalMs = (idleTimeoutMs: number) => Math.min(60_000, Math.floor(idleTimeoutMs / 4));
 
 /** Rows that still sign someone in, as a Prisma filter (the same rule as sessionState). */
 const activeWhere = (deps: SessionDeps, now: number) => ({
