@@ -1,6 +1,6 @@
 // Every statement that writes jobs.status, with the transition it performs, in one table. The statements
 // interpolate their from-states and to-states from here (the text is the same as if written out), so the
-// table is what the SQL does; the architecture test (packages/architecture) checks each entry against the
+// table is what the SQL does; the architecture test (tooling/architecture) checks each entry against the
 // state machine in @tick/core and fails on a status write in SQL that does not come from this table.
 import type { JobEvent, JobState } from "@tick/core";
 
