@@ -38,6 +38,8 @@ export interface AttemptOutcomeInput {
  * retry would land past the deadline). A job whose cancel was recorded while the attempt ran ends cancelled
  * unless the attempt succeeded, as the cancel's 202 promised (docs/api.md, Cancelling).
  */
+export function decideAttemptOutcome(input: AttemptOutcomeInput & { ended: JobFailureKind }): Exclude<AttemptOutcome, { kind: "succeeded" }>;
+export function decideAttemptOutcome(input: AttemptOutcomeInput): AttemptOutcome;
 export function decideAttemptOutcome(input: AttemptOutcomeInput): AttemptOutcome {
   if (input.ended === "success") return { kind: "succeeded" };
   if (input.cancelRequested) return { kind: "cancelled" };

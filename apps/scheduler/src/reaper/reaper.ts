@@ -110,8 +110,9 @@ export class Reaper {
       async (client) => {
         const rescheduled: { tenantId: string; dueAtMs: number }[] = [];
         // Decide every lost attempt's fate in code, then settle the batch with one statement.
-        const settlements: sql.LeaseSettlement[] = (await sql.lockExpiredLeases(client, lease.shard, this.config.leaseGraceMs, this.config.batch)).map((lost) => {
-          const decision = decideAttemptOutcome({
+        const settlements: sql.LeaseSettlement[] = (await sql.lockExpiredLeases(client, lease.shard, this.config.leaseGraceMs, this.config.batch)).map((lost) => ({
+          lease: lost,
+          decision: decideAttemptOutcome({
             ended: "lease_expired",
             attemptCount: lost.attempt_count,
             maxAttempts: lost.max_attempts,
@@ -121,11 +122,8 @@ export class Reaper {
             // Read under the job's row lock: no cancel can be recorded before the settlement commits.
             cancelRequested: lost.cancel_requested_at !== null,
             random,
-          });
-          // A lost attempt never reports a success.
-          if (decision.kind === "succeeded") throw new Error("a lost attempt cannot succeed");
-          return { lease: lost, decision };
-        });
+          }),
+        }));
         // Each settled job that ended gets its completion webhooks from the same statement (sql/finish.ts).
         const settled = await sql.settleExpiredLeases(client, settlements, this.config.leaseGraceMs);
         for (const { lease: lost, decision } of settlements) {

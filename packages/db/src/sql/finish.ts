@@ -85,6 +85,10 @@ export type AttemptDecision = AttemptOutcome;
 
 const complete = JOB_STATUS_WRITES.completeAttempt;
 const settle = JOB_STATUS_WRITES.settleExpiredLease;
+type AttemptEndWrite = typeof complete | typeof settle;
+
+/** The state a success leads to, for the write that records successes (the worker's completion); none for the reaper's. */
+const succeedOf = (write: AttemptEndWrite): JobState | undefined => (write.to as Readonly<Partial<Record<JobEvent, JobState>>>).succeed;
 
 /**
  * The job's status after its running attempt ended: the decision's state (`target`, an SQL expression holding
@@ -92,8 +96,8 @@ const settle = JOB_STATUS_WRITES.settleExpiredLease;
  * cancelled unless the attempt succeeded (core's decideAttemptOutcome states the rule; the statement applies
  * it to a cancel recorded after its caller read the job, which the worker never does).
  */
-function statusAfterAttempt(write: typeof complete | typeof settle, target: string): string {
-  const succeed = (write.to as Readonly<Partial<Record<JobEvent, JobState>>>).succeed;
+function statusAfterAttempt(write: AttemptEndWrite, target: string): string {
+  const succeed = succeedOf(write);
   const unsuccessful = succeed ? ` AND ${target} <> ${stateLiteral(succeed)}` : "";
   return `CASE WHEN j.cancel_requested_at IS NOT NULL${unsuccessful} THEN ${stateLiteral(write.to.abandon)}::job_status ELSE ${target}::job_status END`;
 }
@@ -103,9 +107,9 @@ function statusAfterAttempt(write: typeof complete | typeof settle, target: stri
  * version, no current attempt, a retry's due time and no finish time, the error of a failure, the result of a
  * success. `dueInMs`, `error` and `result` are SQL expressions.
  */
-function columnsAfterAttempt(write: typeof complete | typeof settle, target: string, v: { dueInMs: string; error: string; result?: string }): string {
+function columnsAfterAttempt(write: AttemptEndWrite, target: string, v: { dueInMs: string; error: string; result?: string }): string {
   const retry = stateLiteral(write.to.retry);
-  const succeed = (write.to as Readonly<Partial<Record<JobEvent, JobState>>>).succeed;
+  const succeed = succeedOf(write);
   const columns = [
     "version = j.version + 1",
     "updated_at = now()",
@@ -149,7 +153,7 @@ const COMPLETE_ATTEMPTS = endingStatement(
          FROM input r
         WHERE j.id = r.job_id AND ${statusIn("j.status", complete.from)} AND j.version = r.version AND j.current_attempt_id = r.attempt_id
           AND j.fencing_token = r.fencing_token
-        RETURNING ${endedColumns("j")}, j.shard, r.attempt_id
+        RETURNING ${endedColumns("j")}, r.attempt_id
      ), attempt AS (
        UPDATE attempts a SET status = CASE WHEN r.target = ${stateLiteral(complete.to.succeed)} THEN 'succeeded'::attempt_status ELSE 'failed'::attempt_status END,
               finished_at = now(), outcome = r.outcome, http_status = r.http_status, error = r.error, duration_ms = r.duration_ms
