@@ -58,43 +58,38 @@ export function findUndeclaredStatusWrites(files: readonly SourceFile[], registr
 
   for (const file of files) {
     if (!/\bjobs\b|\.job\./.test(file.text)) continue;
-    const aliases = registryAliases(file);
     forEachNode(file, (node) => {
       if (isPrismaStatusWrite(node)) {
         findings.push(findingAt(JOB_STATUS_WRITES_CHECK, file, node, `jobs.status written through Prisma: status changes are SQL statements in packages/db/src/sql declared in ${REGISTRY}`));
-        return;
-      }
-      const sql = sqlOf(file, node);
-      if (!sql || !/\bUPDATE\s+jobs\b|\bINSERT\s+INTO\s+jobs\b/i.test(sql.text)) return;
-      const writes = statusWrites(sql.text);
-      if (writes.length === 0) return;
-      const line = (offset: number) => lineAt(file, sql.start + offset);
-      const referenced = new Set(sql.expressions.flatMap((e) => referencedEntries(e, aliases)));
-      for (const name of referenced) {
-        if (registry[name]) used.add(name);
-        else findings.push({ check: JOB_STATUS_WRITES_CHECK, file: file.path, line: line(writes[0]!.start), message: `${REGISTRY}.${name} is not declared in ${REGISTRY_FILE}` });
-      }
-      if (referenced.size === 0) {
-        findings.push({
-          check: JOB_STATUS_WRITES_CHECK,
-          file: file.path,
-          line: line(writes[0]!.start),
-          message: `writes jobs.status without declaring the transition: take its states from an entry of ${REGISTRY} (${REGISTRY_FILE})`,
-        });
-      }
-      const regions = [...writes, ...lockingReadsOfJobs(sql.text)];
-      for (const offset of quotedStates(sql.text, regions, stateSet)) {
-        findings.push({ check: JOB_STATUS_WRITES_CHECK, file: file.path, line: line(offset), message: `a job state written into a status-writing statement as a literal: interpolate it from ${REGISTRY} (stateLiteral, statusIn)` });
-      }
-      for (const e of sql.expressions) {
-        forEachIn(e, (n) => {
-          if ((ts.isStringLiteral(n) || ts.isNoSubstitutionTemplateLiteral(n)) && stateSet.has(n.text)) {
-            findings.push(findingAt(JOB_STATUS_WRITES_CHECK, file, n, `the state "${n.text}" is named in code in a status-writing statement: take it from ${REGISTRY}`));
-          }
-        });
       }
     });
   }
+  forEachStatusWrite(files, ({ file, sql, writes, referenced }) => {
+    const line = (offset: number) => lineAt(file, sql.start + offset);
+    for (const name of referenced) {
+      if (registry[name]) used.add(name);
+      else findings.push({ check: JOB_STATUS_WRITES_CHECK, file: file.path, line: line(writes[0]!.start), message: `${REGISTRY}.${name} is not declared in ${REGISTRY_FILE}` });
+    }
+    if (referenced.size === 0) {
+      findings.push({
+        check: JOB_STATUS_WRITES_CHECK,
+        file: file.path,
+        line: line(writes[0]!.start),
+        message: `writes jobs.status without declaring the transition: take its states from an entry of ${REGISTRY} (${REGISTRY_FILE})`,
+      });
+    }
+    const regions = [...writes, ...lockingReadsOfJobs(sql.text)];
+    for (const offset of quotedStates(sql.text, regions, stateSet)) {
+      findings.push({ check: JOB_STATUS_WRITES_CHECK, file: file.path, line: line(offset), message: `a job state written into a status-writing statement as a literal: interpolate it from ${REGISTRY} (stateLiteral, statusIn)` });
+    }
+    for (const e of sql.expressions) {
+      forEachIn(e, (n) => {
+        if ((ts.isStringLiteral(n) || ts.isNoSubstitutionTemplateLiteral(n)) && stateSet.has(n.text)) {
+          findings.push(findingAt(JOB_STATUS_WRITES_CHECK, file, n, `the state "${n.text}" is named in code in a status-writing statement: take it from ${REGISTRY}`));
+        }
+      });
+    }
+  });
 
   if (registryFile) {
     for (const name of Object.keys(registry)) {
@@ -122,6 +117,35 @@ export function findTerminalWritesOutsideFinishPath(files: readonly SourceFile[]
       .filter(([, write]) => ("creates" in write ? ends.has(write.creates) : Object.values(write.to).some((to) => ends.has(to))))
       .map(([name]) => name),
   );
+  forEachStatusWrite(files, ({ file, node, sql, writes, referenced }) => {
+    const ending = [...referenced].filter((name) => endingEntries.has(name));
+    if (ending.length === 0) return;
+    const at = { check: JOB_STATUS_WRITES_CHECK, file: file.path, line: lineAt(file, sql.start + writes[0]!.start) };
+    const states = ending.flatMap((name) => {
+      const write = registry[name]!;
+      return "creates" in write ? [write.creates] : Object.values(write.to).filter((to) => ends.has(to));
+    });
+    const what = `${ending.join(", ")} ends jobs (${[...new Set(states)].join(", ")})`;
+    if (file.path !== FINISH_PATH_FILE) {
+      findings.push({ ...at, message: `${what} outside the finish path: a terminal status write is a statement in ${FINISH_PATH_FILE} composed by ${FINISH_BUILDER}, which writes what follows every end (the completion webhooks)` });
+    } else if (!isArgumentOf(node, FINISH_BUILDER)) {
+      findings.push({ ...at, message: `${what} without ${FINISH_BUILDER}: what must follow every end (the completion webhooks) would be skipped` });
+    }
+  });
+  return findings;
+}
+
+/** One statement that writes jobs.status: its node and SQL, the writes in it, and the registry entries it interpolates. */
+interface StatusWrite {
+  file: SourceFile;
+  node: ts.Node;
+  sql: { start: number; text: string; expressions: ts.Expression[] };
+  writes: Region[];
+  referenced: ReadonlySet<string>;
+}
+
+/** Calls `visit` for every statement (string or template) that writes jobs.status: an `UPDATE jobs ... SET status =` or an `INSERT INTO jobs`. */
+function forEachStatusWrite(files: readonly SourceFile[], visit: (write: StatusWrite) => void): void {
   for (const file of files) {
     if (!/\bjobs\b/.test(file.text)) continue;
     const aliases = registryAliases(file);
@@ -130,22 +154,9 @@ export function findTerminalWritesOutsideFinishPath(files: readonly SourceFile[]
       if (!sql || !/\bUPDATE\s+jobs\b|\bINSERT\s+INTO\s+jobs\b/i.test(sql.text)) return;
       const writes = statusWrites(sql.text);
       if (writes.length === 0) return;
-      const ending = [...new Set(sql.expressions.flatMap((e) => referencedEntries(e, aliases)))].filter((name) => endingEntries.has(name));
-      if (ending.length === 0) return;
-      const at = { check: JOB_STATUS_WRITES_CHECK, file: file.path, line: lineAt(file, sql.start + writes[0]!.start) };
-      const states = ending.flatMap((name) => {
-        const write = registry[name]!;
-        return "creates" in write ? [write.creates] : Object.values(write.to).filter((to) => ends.has(to));
-      });
-      const what = `${ending.join(", ")} ends jobs (${[...new Set(states)].join(", ")})`;
-      if (file.path !== FINISH_PATH_FILE) {
-        findings.push({ ...at, message: `${what} outside the finish path: a terminal status write is a statement in ${FINISH_PATH_FILE} composed by ${FINISH_BUILDER}, which writes what follows every end (the completion webhooks)` });
-      } else if (!isArgumentOf(node, FINISH_BUILDER)) {
-        findings.push({ ...at, message: `${what} without ${FINISH_BUILDER}: what must follow every end (the completion webhooks) would be skipped` });
-      }
+      visit({ file, node, sql, writes, referenced: new Set(sql.expressions.flatMap((e) => referencedEntries(e, aliases))) });
     });
   }
-  return findings;
 }
 
 /** Whether `node` is (part of) an argument of a call to the function named `callee`. */
