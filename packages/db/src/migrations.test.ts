@@ -75,7 +75,7 @@ describe("migrations", () => {
       const { rows } = await client.query<{ indexdef: string }>(
         "SELECT indexdef FROM pg_indexes WHERE indexname = 'jobs_due_idx'",
       );
-      expect(rows[0]?.indexdef).toMatch(/WHERE \(status = 'scheduled'::job_status\)/);
+      expect(rows[0]?.indexdef).toMatch(/WHERE \(\(status = 'scheduled'::job_status\) AND \(flow_key IS NULL\)\)/);
     } finally {
       await client.end();
     }

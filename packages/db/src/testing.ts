@@ -33,6 +33,7 @@ export function newTestJob(queueId: string, over: Partial<NewJob> = {}): NewJob 
     backoff: { strategy: "exponential", baseMs: 1000, maxMs: 60_000, jitter: "full" },
     dependency_key: null,
     callback_url: null,
+    flow_key: null,
     metadata: {},
     ...over,
   };

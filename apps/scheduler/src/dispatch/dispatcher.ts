@@ -48,6 +48,11 @@ const MAX_RANK = 2_097_152;
  */
 export class Dispatcher {
   private readonly fairness = new Map<number, DeficitRoundRobin>();
+  /**
+   * Per tenant, each keyed queue's round-robin cursor (sql.advanceKeyCursors). Held in memory: a scheduler that
+   * takes a shard over starts each queue's rotation from its first key, which costs one rotation's order, not fairness.
+   */
+  private readonly keyCursors = new Map<string, Record<string, string>>();
 
   constructor(
     private readonly pool: pg.Pool,
@@ -74,7 +79,7 @@ export class Dispatcher {
     const { tenants: due, mode, generations } = await this.dueSource.find(lease.shard);
     if (due.length === 0) return round;
     // The broker-side backlog, and which due tenants have a rate-limited queue (their claim keeps its rate windows).
-    const { queued, rated } = await sql.roundFacts(this.pool, lease.shard, due.map((t) => t.tenant_id));
+    const { queued, rated, keyed } = await sql.roundFacts(this.pool, lease.shard, due.map((t) => t.tenant_id));
     let budget = Math.min(this.config.batch, this.config.maxQueuedPerShard - queued.total, this.rate.available());
     if (budget <= 0) {
       this.metrics.dispatchThrottled.inc({ reason: this.config.maxQueuedPerShard - queued.total <= 0 ? "queue_full" : "rate" });
@@ -105,7 +110,22 @@ export class Dispatcher {
           const allocation = drr.allocate(candidates, budget);
           if (allocation.size === 0) break;
           for (const [tenantId, n] of allocation) {
-            const claimed = await sql.claimDueJobs(client, { shard: lease.shard, epoch: lease.epoch, tenantId, limit: n, heldDependencies: heldByTenant.get(tenantId) ?? [], chunks, rated: rated.has(tenantId) });
+            const cursors = keyed.has(tenantId) ? (this.keyCursors.get(tenantId) ?? {}) : undefined;
+            const claimed = await sql.claimDueJobs(client, {
+              shard: lease.shard,
+              epoch: lease.epoch,
+              tenantId,
+              limit: n,
+              heldDependencies: heldByTenant.get(tenantId) ?? [],
+              chunks,
+              rated: rated.has(tenantId),
+              keyed: cursors !== undefined,
+              ...(cursors ? { keyCursors: cursors } : {}),
+            });
+            if (cursors) {
+              sql.advanceKeyCursors(cursors, claimed);
+              this.keyCursors.set(tenantId, cursors);
+            }
             chunks.offset += claimed.length;
             claimedRows.push(...claimed);
             round.perTenant.set(tenantId, (round.perTenant.get(tenantId) ?? 0) + claimed.length);

@@ -53,6 +53,132 @@ export async function findDueTenants(db: Queryable, shard: number, limit: number
   return rows;
 }
 
+/**
+ * The claim's candidates when no queue of the tenant has keyed jobs: each queue with room gives at most its room
+ * (jobs_due_idx is per queue), so the backlog of a capped queue can neither exceed its cap nor crowd the tenant's
+ * other queues out of the claim; then the best $3 of them, priority first. Locked after the cut, so only what is
+ * claimed is locked.
+ */
+function plainCandidates(due: string): string {
+  return `candidates AS (
+       SELECT c.* FROM room r CROSS JOIN LATERAL (
+         SELECT j.id, j.priority, j.due_at FROM jobs j
+          WHERE ${due} AND j.queue_id = r.queue_id
+          ORDER BY j.priority DESC, j.due_at
+          LIMIT least(r.room, $3)::bigint
+       ) c
+        WHERE r.room > 0
+        ORDER BY c.priority DESC, c.due_at
+        LIMIT $3
+     )`;
+}
+
+/**
+ * The next flow key after `after` (text order) of a queue with a due job, as an SQL expression: one probe of
+ * jobs_key_due_idx, so the scan costs a probe per key with due work and nothing for keys without any.
+ */
+const nextDueKey = (queue: string, after: string) =>
+  `(SELECT j.flow_key FROM jobs j
+     WHERE j.queue_id = ${queue} AND j.status = 'scheduled' AND j.flow_key IS NOT NULL AND j.flow_key > ${after}
+       AND j.due_at <= now() AND j.shard = $1
+     ORDER BY j.flow_key LIMIT 1)`;
+
+/**
+ * The claim's candidates when the tenant has a queue with keyed jobs ($9: each queue's round-robin cursor).
+ * A keyed queue is shared between its keys round-robin: the key scan (kscan) walks the keys with due jobs from
+ * the key after the cursor, wrapping around, at most the queue's room of them; each key's room is its cap
+ * (override, else the queue's perKeyConcurrency) less its attempts in flight (flow_keys.in_flight), and its
+ * rate bucket's whole tokens, nothing while it is paused; each key gives at most weight × the turns the room
+ * allows (room ÷ keys with room). Candidates are ranked by priority, then turn (a key's n-th job is in turn
+ * ceil(n / weight)), then the key's place in the scan: a key with one due job is served in the first turn
+ * beside a key with 100,000. The room the first turns leave (keys with fewer due jobs than their share) goes to
+ * the keys that gave their whole share, in later turns. Jobs without a key in a keyed queue take turns as one more key; a queue without
+ * keyed jobs gives its jobs in turn 1, as the plain claim does. Each queue gives at most its room, the tenant $3.
+ */
+function keyedCandidates(dueOfKey: (queue: string, key: string) => string, due: string): string {
+  return `kq AS (
+       SELECT r.queue_id, least(r.room, $3)::int AS room, q.per_key_concurrency, q.per_key_rate_limit, q.per_key_rate_period_ms,
+              coalesce($9::jsonb ->> r.queue_id::text, '') AS cursor
+         FROM room r JOIN queues q ON q.id = r.queue_id
+        WHERE r.keyed AND r.room > 0
+     ), kscan(queue_id, k, n, wrapped) AS (
+       SELECT kq.queue_id, f.k, 1, f.wrapped FROM kq CROSS JOIN LATERAL (
+         SELECT CASE WHEN a.k IS NOT NULL THEN a.k ELSE ${nextDueKey("kq.queue_id", "''")} END AS k, a.k IS NULL AS wrapped
+           FROM (SELECT ${nextDueKey("kq.queue_id", "kq.cursor")} AS k) a
+       ) f
+       UNION ALL
+       SELECT s.queue_id, f.k, s.n + 1, f.wrapped FROM kscan s JOIN kq ON kq.queue_id = s.queue_id CROSS JOIN LATERAL (
+         SELECT CASE WHEN a.k IS NOT NULL OR s.wrapped THEN a.k ELSE ${nextDueKey("s.queue_id", "''")} END AS k,
+                (s.wrapped OR a.k IS NULL) AS wrapped
+           FROM (SELECT ${nextDueKey("s.queue_id", "s.k")} AS k) a
+       ) f
+        WHERE s.k IS NOT NULL AND (NOT s.wrapped OR s.k < kq.cursor) AND s.n < kq.room
+     ), kstate AS (
+       SELECT s.queue_id, s.k, s.n, greatest(coalesce(fk.weight, 1), 1) AS weight, tb.avail,
+              CASE WHEN coalesce(fk.paused, false) THEN 0
+                   ELSE greatest(0, least(coalesce(coalesce(fk.concurrency, kq.per_key_concurrency) - coalesce(fk.in_flight, 0), 2147483647),
+                                          coalesce(floor(tb.avail)::int, 2147483647)))
+              END AS room
+         FROM kscan s JOIN kq ON kq.queue_id = s.queue_id
+         LEFT JOIN flow_keys fk ON fk.queue_id = s.queue_id AND fk.key = s.k
+         LEFT JOIN flow_key_buckets b ON b.queue_id = s.queue_id AND b.key = s.k
+         CROSS JOIN LATERAL (
+           SELECT coalesce(fk.rate_limit, kq.per_key_rate_limit) AS rl, coalesce(fk.rate_period_ms, kq.per_key_rate_period_ms) AS rp
+         ) r
+         CROSS JOIN LATERAL (
+           SELECT CASE WHEN r.rl IS NULL OR r.rp IS NULL THEN NULL
+                       ELSE least(r.rl::float8, coalesce(b.tokens, r.rl) + extract(epoch FROM now() - coalesce(b.tokens_at, now()))::float8 * 1000.0 * r.rl / r.rp)
+                  END AS avail
+         ) tb
+        WHERE s.k IS NOT NULL AND (NOT s.wrapped OR s.k <= kq.cursor)
+     ), kshare AS (
+       SELECT ks.*, least(ks.room, ks.weight * ceil(kq.room::numeric / greatest(1, count(*) FILTER (WHERE ks.room > 0) OVER (PARTITION BY ks.queue_id))))::int AS take
+         FROM kstate ks JOIN kq ON kq.queue_id = ks.queue_id
+     ), key_first AS (
+       SELECT ks.queue_id, ks.k, ks.n, ks.weight, ks.room, ks.take, c.id, c.priority, c.due_at, c.rn
+         FROM kshare ks CROSS JOIN LATERAL (
+           SELECT j.id, j.priority, j.due_at, row_number() OVER (ORDER BY j.priority DESC, j.due_at) AS rn FROM jobs j
+            WHERE ${dueOfKey("ks.queue_id", "ks.k")}
+            ORDER BY j.priority DESC, j.due_at
+            LIMIT ks.take
+         ) c
+        WHERE ks.take > 0
+     ), key_more AS (
+       -- The room the first turns left (keys with fewer due jobs than their share) goes to the keys that
+       -- gave their whole share, each up to that much more, in later turns.
+       SELECT f.queue_id, f.k, f.n, f.weight, c.id, c.priority, c.due_at, f.take + c.rn AS rn
+         FROM (SELECT queue_id, k, n, weight, room, take FROM key_first GROUP BY queue_id, k, n, weight, room, take HAVING count(*) = take) f
+         JOIN (SELECT kq.queue_id, kq.room - (SELECT count(*) FROM key_first x WHERE x.queue_id = kq.queue_id) AS left_over FROM kq) lo
+           ON lo.queue_id = f.queue_id AND lo.left_over > 0 AND f.room > f.take
+         CROSS JOIN LATERAL (
+           SELECT j.id, j.priority, j.due_at, row_number() OVER (ORDER BY j.priority DESC, j.due_at) AS rn FROM jobs j
+            WHERE ${dueOfKey("f.queue_id", "f.k")}
+            ORDER BY j.priority DESC, j.due_at
+            OFFSET f.take LIMIT least(f.room - f.take, lo.left_over)
+         ) c
+     ), offered AS (
+       SELECT r.queue_id, c.id, c.priority, c.due_at, CASE WHEN r.keyed THEN c.rn ELSE 1 END AS turn, 0 AS visit
+         FROM room r CROSS JOIN LATERAL (
+           SELECT j.id, j.priority, j.due_at, row_number() OVER (ORDER BY j.priority DESC, j.due_at) AS rn FROM jobs j
+            WHERE ${due} AND j.queue_id = r.queue_id
+            ORDER BY j.priority DESC, j.due_at
+            LIMIT least(r.room, $3)::bigint
+         ) c
+        WHERE r.room > 0
+       UNION ALL
+       SELECT queue_id, id, priority, due_at, ceil(rn::numeric / weight), n FROM key_first
+       UNION ALL
+       SELECT queue_id, id, priority, due_at, ceil(rn::numeric / weight), n FROM key_more
+     ), ranked AS (
+       SELECT o.*, row_number() OVER (PARTITION BY o.queue_id ORDER BY o.priority DESC, o.turn, o.visit, o.due_at) AS qrn FROM offered o
+     ), candidates AS (
+       SELECT rk.id, rk.priority, rk.due_at FROM ranked rk JOIN room r ON r.queue_id = rk.queue_id
+        WHERE rk.qrn <= r.room
+        ORDER BY rk.priority DESC, rk.turn, rk.visit, rk.due_at
+        LIMIT $3
+     )`;
+}
+
 export interface ClaimedJob {
   id: string;
   tenant_id: string;
@@ -63,6 +189,10 @@ export interface ClaimedJob {
   priority: number;
   due_at: Date;
   dependency_key: string | null;
+  /** The job's flow key (null: none). */
+  flow_key: string | null;
+  /** The key's place in this claim's key scan (1 = first after the cursor); null for a job without a key. */
+  key_visit: number | null;
   /** Attempts started before this one. */
   attempt_count: number;
   /** The chunk message that carries the attempt (`chunks.ids[...]`), null when no chunks were given. */
@@ -119,10 +249,21 @@ export async function claimDueJobs(
      * a rate set on a queue meanwhile holds its jobs until the next round; it is never exceeded.
      */
     rated?: boolean;
+    /**
+     * Whether the tenant may have a queue with keyed jobs (roundFacts; default true). False claims with the
+     * statement without the key scan; keyed jobs are then left for the next round (never claimed past a cap).
+     */
+    keyed?: boolean;
+    /**
+     * Per queue, the flow key the key scan last served (the round-robin position, kept by the dispatcher): the
+     * scan starts after it and wraps around. Absent: from the first key.
+     */
+    keyCursors?: Readonly<Record<string, string>>;
   },
 ): Promise<ClaimedJob[]> {
   if (args.limit <= 0) return [];
   const rated = args.rated ?? true;
+  const keyed = args.keyed ?? true;
   const chunks = args.chunks ?? { ids: [], size: 1, offset: 0 };
   const claim = JOB_STATUS_WRITES.claimDueJobs;
   const concurrencyRoom = (q: string) =>
@@ -131,20 +272,23 @@ export async function claimDueJobs(
      END`;
   // A due job of this tenant and shard that may go now: not expired, its dependency neither open (breaker)
   // nor paused by the tenant; such jobs wait, scheduled, without burning attempts.
-  const due = `j.shard = $1 AND j.tenant_id = $2 AND ${statusIn("j.status", claim.from)} AND j.due_at <= now()
+  const mayGo = `j.shard = $1 AND j.tenant_id = $2 AND ${statusIn("j.status", claim.from)} AND j.due_at <= now()
             AND (j.expires_at IS NULL OR j.expires_at > now())
             AND (j.dependency_key IS NULL OR j.dependency_key <> ALL($5::text[]))
             AND (j.dependency_key IS NULL OR NOT EXISTS (SELECT 1 FROM dependency_pauses dp WHERE dp.tenant_id = $2 AND dp.dependency_key = j.dependency_key))`;
+  // Jobs without a flow key (jobs_due_idx holds only those) and jobs of one key (jobs_key_due_idx).
+  const due = `${mayGo} AND j.flow_key IS NULL`;
+  const dueOfKey = (queue: string, key: string) => `${mayGo} AND j.flow_key IS NOT NULL AND j.queue_id = ${queue} AND j.flow_key = ${key}`;
   // The rate-limited queues: their rows locked, their window's room, their room beside the others'.
   const ratedCtes = `win AS (
        SELECT date_trunc('second', now()) AS start, extract(epoch FROM date_trunc('second', now()))::numeric AS s
      ), rated AS (
-       SELECT q.id, q.concurrency, q.rate_per_second::numeric AS r, q.rate_window_start, q.rate_window_count
+       SELECT q.id, q.concurrency, q.flow_keyed, q.rate_per_second::numeric AS r, q.rate_window_start, q.rate_window_count
          FROM queues q WHERE q.tenant_id = $2 AND NOT q.paused AND q.rate_per_second IS NOT NULL
         ORDER BY q.id
         FOR UPDATE SKIP LOCKED
      ), rated_room AS (
-       SELECT q.id AS queue_id,
+       SELECT q.id AS queue_id, q.flow_keyed AS keyed,
               CASE WHEN q.rate_window_start = win.start THEN q.rate_window_count ELSE 0 END AS used,
               CASE WHEN q.rate_window_start > win.start THEN 0
                    ELSE least(${concurrencyRoom("q")},
@@ -161,24 +305,11 @@ export async function claimDueJobs(
   // plan, made at the first claims on a near-empty table, did not fit the burst's backlog (not confirmed). A
   // plan per call costs 1.8-2.2 ms of planning, the price of a plan that fits the backlog at hand.
   const { rows } = await db.query<ClaimedJob>(
-    `WITH ${rated ? ratedCtes : ""}room AS (
-       SELECT q.id AS queue_id, ${concurrencyRoom("q")} AS room
+    `WITH ${keyed ? "RECURSIVE " : ""}${rated ? ratedCtes : ""}room AS (
+       SELECT q.id AS queue_id, q.flow_keyed AS keyed, ${concurrencyRoom("q")} AS room
          FROM queues q WHERE q.tenant_id = $2 AND NOT q.paused AND q.rate_per_second IS NULL
-       ${rated ? "UNION ALL SELECT queue_id, room FROM rated_room" : ""}
-     ), candidates AS (
-       -- Each queue with room gives at most its room (jobs_due_idx is per queue), so the backlog of a capped
-       -- queue can neither exceed its cap nor crowd the tenant's other queues out of the claim; then the
-       -- best $3 of them, priority first. Locked after the cut, so only what is claimed is locked.
-       SELECT c.* FROM room r CROSS JOIN LATERAL (
-         SELECT j.id, j.priority, j.due_at FROM jobs j
-          WHERE ${due} AND j.queue_id = r.queue_id
-          ORDER BY j.priority DESC, j.due_at
-          LIMIT least(r.room, $3)::bigint
-       ) c
-        WHERE r.room > 0
-        ORDER BY c.priority DESC, c.due_at
-        LIMIT $3
-     ), picked AS (
+       ${rated ? "UNION ALL SELECT queue_id, keyed, room FROM rated_room" : ""}
+     ), ${keyed ? keyedCandidates(dueOfKey, due) : plainCandidates(due)}, picked AS (
        SELECT j.id FROM jobs j JOIN candidates c ON c.id = j.id
         WHERE ${statusIn("j.status", claim.from)}
           FOR UPDATE OF j SKIP LOCKED
@@ -188,7 +319,7 @@ export async function claimDueJobs(
               current_attempt_id = gen_random_uuid(), updated_at = now()
          FROM picked p WHERE j.id = p.id AND ${statusIn("j.status", claim.from)}
         RETURNING j.id, j.tenant_id, j.queue_id, j.version, j.fencing_token, j.current_attempt_id AS attempt_id, j.priority, j.due_at,
-                  j.dependency_key, j.attempt_count
+                  j.dependency_key, j.flow_key, j.attempt_count
      ), ${
        rated
          ? `counted AS (
@@ -199,6 +330,19 @@ export async function claimDueJobs(
         WHERE q.id = n.queue_id
      ), `
          : ""
+     }${
+       keyed
+         ? `spent AS (
+       -- The rate-limited keys' buckets lose what this statement claimed from each (their in-flight counts move
+       -- with the jobs' status: the trigger flow_key_in_flight).
+       INSERT INTO flow_key_buckets (queue_id, key, tokens, tokens_at)
+       SELECT ks.queue_id, ks.k, ks.avail - n.claimed, now()
+         FROM (SELECT queue_id, flow_key, count(*)::int AS claimed FROM claimed WHERE flow_key IS NOT NULL GROUP BY queue_id, flow_key) n
+         JOIN kstate ks ON ks.queue_id = n.queue_id AND ks.k = n.flow_key
+        WHERE ks.avail IS NOT NULL
+       ON CONFLICT (queue_id, key) DO UPDATE SET tokens = EXCLUDED.tokens, tokens_at = EXCLUDED.tokens_at
+     ), `
+         : ""
      }ordered AS (
        SELECT c.*, row_number() OVER (ORDER BY c.priority DESC, c.due_at, c.id) AS rn FROM claimed c
      ), numbered AS (
@@ -207,31 +351,65 @@ export async function claimDueJobs(
        INSERT INTO attempts (id, job_id, tenant_id, number, fencing_token, job_version, shard_epoch, status, dispatched_at, message_id)
        SELECT attempt_id, id, tenant_id, fencing_token::int, fencing_token, version, $4::bigint, 'pending', now(), message_id FROM numbered
      )
-     SELECT id, tenant_id, queue_id, version, fencing_token, attempt_id, priority, due_at, dependency_key, attempt_count, message_id
+     SELECT id, tenant_id, queue_id, version, fencing_token, attempt_id, priority, due_at, dependency_key, flow_key, attempt_count, message_id,
+            ${keyed ? "(SELECT ks.n FROM kstate ks WHERE ks.queue_id = numbered.queue_id AND ks.k = numbered.flow_key)" : "NULL::int"} AS key_visit
        FROM numbered ORDER BY rn`,
-    [args.shard, args.tenantId, args.limit, args.epoch, args.heldDependencies ?? [], chunks.ids, Math.max(1, chunks.size), chunks.offset],
+    [
+      args.shard,
+      args.tenantId,
+      args.limit,
+      args.epoch,
+      args.heldDependencies ?? [],
+      chunks.ids,
+      Math.max(1, chunks.size),
+      chunks.offset,
+      ...(keyed ? [JSON.stringify(args.keyCursors ?? {})] : []),
+    ],
   );
   return rows.map((r) => ({ ...r, fencing_token: String(r.fencing_token) }));
 }
 
 /**
+ * Where each keyed queue's round robin goes on after a claim: the key of its claimed job that came latest in
+ * the key scan (the next claim starts after it). Queues the claim took no keyed job from keep their cursor.
+ */
+export function advanceKeyCursors(cursors: Record<string, string>, claimed: readonly ClaimedJob[]): void {
+  const latest = new Map<string, { key: string; visit: number }>();
+  for (const job of claimed) {
+    if (job.flow_key === null || job.key_visit === null) continue;
+    const seen = latest.get(job.queue_id);
+    if (!seen || job.key_visit > seen.visit) latest.set(job.queue_id, { key: job.flow_key, visit: job.key_visit });
+  }
+  for (const [queueId, { key }] of latest) cursors[queueId] = key;
+}
+
+/**
  * What a dispatch round reads before its transaction, in one statement: the dispatched attempts of the shard
  * not yet started by a worker, per tenant (the broker-side backlog, for backpressure and each tenant's fair
- * rank), and which of the round's tenants have a rate-limited queue that is not paused (claimDueJobs'
- * `rated`). Read before the claim, the second may be a round old: a queue given a rate meanwhile is held for a
- * round by the claim without rate windows (it reads only queues without a rate), never over its rate.
+ * rank), which of the round's tenants have a rate-limited queue that is not paused (claimDueJobs' `rated`), and
+ * which have a queue with keyed jobs (`keyed`). Read before the claim, these may be a round old: a queue given a
+ * rate meanwhile is held for a round by the claim without rate windows (it reads only queues without a rate),
+ * never over its rate; a queue's first keyed jobs wait a round for the key scan.
  */
-export async function roundFacts(db: Queryable, shard: number, tenantIds: readonly string[]): Promise<{ queued: { total: number; byTenant: Map<string, number> }; rated: Set<string> }> {
-  const { rows } = await db.query<{ rated: boolean; tenant_id: string; n: number }>(
-    `SELECT false AS rated, tenant_id, count(*)::int AS n FROM jobs WHERE shard = $1 AND status = 'dispatched' GROUP BY tenant_id
+export async function roundFacts(
+  db: Queryable,
+  shard: number,
+  tenantIds: readonly string[],
+): Promise<{ queued: { total: number; byTenant: Map<string, number> }; rated: Set<string>; keyed: Set<string> }> {
+  const { rows } = await db.query<{ kind: "queued" | "rated" | "keyed"; tenant_id: string; n: number }>(
+    `SELECT 'queued' AS kind, tenant_id, count(*)::int AS n FROM jobs WHERE shard = $1 AND status = 'dispatched' GROUP BY tenant_id
      UNION ALL
-     SELECT DISTINCT true, tenant_id, 0 FROM queues WHERE tenant_id = ANY($2::uuid[]) AND rate_per_second IS NOT NULL AND NOT paused`,
+     SELECT DISTINCT 'rated', tenant_id, 0 FROM queues WHERE tenant_id = ANY($2::uuid[]) AND rate_per_second IS NOT NULL AND NOT paused
+     UNION ALL
+     SELECT DISTINCT 'keyed', tenant_id, 0 FROM queues WHERE tenant_id = ANY($2::uuid[]) AND flow_keyed AND NOT paused`,
     [shard, tenantIds],
   );
-  const queued = rows.filter((r) => !r.rated);
+  const queued = rows.filter((r) => r.kind === "queued");
+  const tenantsOf = (kind: "rated" | "keyed") => new Set(rows.filter((r) => r.kind === kind).map((r) => r.tenant_id));
   return {
     queued: { total: queued.reduce((sum, r) => sum + r.n, 0), byTenant: new Map(queued.map((r) => [r.tenant_id, r.n])) },
-    rated: new Set(rows.filter((r) => r.rated).map((r) => r.tenant_id)),
+    rated: tenantsOf("rated"),
+    keyed: tenantsOf("keyed"),
   };
 }
 

@@ -21,3 +21,4 @@ export * from "./dependencies.js";
 export * from "./rollups.js";
 export * from "./queue-gauge-samples.js";
 export * from "./node-status.js";
+export * from "./debounce.js";

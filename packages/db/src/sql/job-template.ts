@@ -21,6 +21,7 @@ export interface JobTemplate {
   backoff?: unknown;
   callbackUrl?: string | null;
   dependencyKey?: string | null;
+  flowKey?: string | null;
   metadata?: Record<string, unknown> | null;
 }
 
@@ -42,6 +43,8 @@ export interface JobTemplateColumns {
   backoff: unknown;
   priority: number;
   callback_url: string | null;
+  /** What the tenant isolates inside the queue (per-key caps, rate, fair share); null: none. */
+  flow_key: string | null;
   /** The downstream system the job calls, its breaker key (dependencyOf). */
   dependency_key: string;
   /** The template's metadata; an occurrence adds its own `occurrence` to it. */
@@ -65,6 +68,7 @@ const TEMPLATE_FIELDS = [
   { column: "backoff", path: ["backoff"], type: "jsonb", otherwise: { queue: "default_backoff" } },
   { column: "priority", path: ["priority"], type: "int", otherwise: { value: 0 } },
   { column: "callback_url", path: ["callbackUrl"], type: "text", otherwise: null },
+  { column: "flow_key", path: ["flowKey"], type: "text", otherwise: null },
 ] as const satisfies readonly { column: keyof JobTemplateColumns; path: readonly string[]; type: "text" | "int" | "jsonb"; otherwise: Fallback }[];
 
 /**

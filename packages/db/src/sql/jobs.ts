@@ -39,6 +39,10 @@ export interface JobRow {
   occurrence_at: Date | null;
   replay_id: string | null;
   cancel_requested_at: Date | null;
+  /** What the tenant isolates inside the queue (docs/api.md "Flow keys"); null: none. */
+  flow_key: string | null;
+  /** The debounce key this job collects creates for while it is scheduled; null: none. */
+  debounce_key: string | null;
   /** W3C traceparent of the job's span; null only for jobs created before traces existed. */
   traceparent: string | null;
   tracestate: string | null;
@@ -67,6 +71,8 @@ export interface NewJob extends Omit<JobTemplateColumns, "dependency_key"> {
   /** The job's trace context; null: the database starts a new trace (new_traceparent()). */
   traceparent?: string | null;
   tracestate?: string | null;
+  /** The debounce window this job opens (a debounced create); absent: none. */
+  debounce_key?: string | null;
 }
 
 /**
@@ -93,7 +99,7 @@ export async function insertJobs(
               id uuid, queue_id uuid, run_at timestamptz, delay_ms bigint, expires_at timestamptz, priority int,
               idempotency_key text, request_hash text, method text, url text, headers jsonb, body text,
               timeout_ms int, max_attempts int, backoff jsonb, dependency_key text, callback_url text, metadata jsonb,
-              traceparent text, tracestate text)
+              traceparent text, tracestate text, flow_key text, debounce_key text)
      ), keys AS (
        INSERT INTO idempotency_keys (tenant_id, key, job_id, request_hash, expires_at)
        SELECT $1, x.idempotency_key, x.id, x.request_hash, now() + make_interval(secs => $4 / 1000.0)
@@ -103,13 +109,13 @@ export async function insertJobs(
      )
      INSERT INTO jobs (id, tenant_id, queue_id, shard, status, version, due_at, expires_at, priority,
                        idempotency_key, request_hash, idempotency_expires_at, method, url, headers, body,
-                       timeout_ms, max_attempts, backoff, dependency_key, callback_url, metadata, traceparent, tracestate, updated_at)
+                       timeout_ms, max_attempts, backoff, dependency_key, callback_url, metadata, traceparent, tracestate, flow_key, debounce_key, updated_at)
      SELECT x.id, $1, x.queue_id, $2, ${stateLiteral(JOB_STATUS_WRITES.insertJobs.creates)}, 1,
             COALESCE(x.run_at, now() + make_interval(secs => x.delay_ms / 1000.0)), x.expires_at, x.priority,
             x.idempotency_key, x.request_hash,
             CASE WHEN x.idempotency_key IS NULL THEN NULL ELSE now() + make_interval(secs => $4 / 1000.0) END,
             x.method, x.url, x.headers, x.body, x.timeout_ms, x.max_attempts, x.backoff, x.dependency_key,
-            x.callback_url, x.metadata, coalesce(x.traceparent, new_traceparent()), x.tracestate, now()
+            x.callback_url, x.metadata, coalesce(x.traceparent, new_traceparent()), x.tracestate, x.flow_key, x.debounce_key, now()
        FROM x WHERE x.idempotency_key IS NULL OR x.id IN (SELECT job_id FROM keys)
      RETURNING id, ${epochMs("due_at")} AS due_at, ${epochMs("expires_at")} AS expires_at,
                ${epochMs("idempotency_expires_at")} AS idempotency_expires_at, ${epochMs("created_at")} AS created_at,
@@ -172,6 +178,8 @@ function insertedRow(tenant: { id: string; shard: number }, job: NewJob, r: Inse
     occurrence_at: null,
     replay_id: null,
     cancel_requested_at: null,
+    flow_key: job.flow_key,
+    debounce_key: job.debounce_key ?? null,
     traceparent: r.traceparent,
     tracestate: job.tracestate ?? null,
     created_at: createdAt,
@@ -197,10 +205,10 @@ export async function releaseExpiredIdempotencyKeys(db: Queryable, tenantId: str
  * The jobs holding these keys (live or in history), with the key and request hash they were created with,
  * and whether the key's window has ended by the database clock (then it may be released and taken again).
  */
-export async function findJobsByIdempotencyKeys(db: Queryable, tenantId: string, keys: string[]): Promise<(JobRow & { key_expired: boolean })[]> {
+export async function findJobsByIdempotencyKeys(db: Queryable, tenantId: string, keys: string[]): Promise<(JobRow & { key_expired: boolean; debounced: boolean })[]> {
   if (keys.length === 0) return [];
-  const { rows } = await db.query<JobRow & { key_expired: boolean }>(
-    `SELECT j.*, k.key AS idempotency_key, k.request_hash AS request_hash, k.expires_at <= now() AS key_expired
+  const { rows } = await db.query<JobRow & { key_expired: boolean; debounced: boolean }>(
+    `SELECT j.*, k.key AS idempotency_key, k.request_hash AS request_hash, k.expires_at <= now() AS key_expired, k.debounced
        FROM idempotency_keys k JOIN ${JOBS_ALL} j ON j.id = k.job_id AND j.tenant_id = k.tenant_id
       WHERE k.tenant_id = $1 AND k.key = ANY($2::text[])`,
     [tenantId, keys],

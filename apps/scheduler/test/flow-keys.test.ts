@@ -1,0 +1,175 @@
+// Flow keys in the claim (sql.claimDueJobs' key scan): fair share between a queue's keys, per-key caps kept
+// by the in-flight counters, overrides, pauses, weights and the per-key token bucket.
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { sql } from "@tick/db";
+import { createWorld, type World } from "./harness.js";
+
+let w: World;
+beforeEach(async () => {
+  w = await createWorld();
+});
+afterEach(async () => w?.close());
+
+type Tenant = { id: string; queueId: string; shard: number };
+
+/** `count` jobs of `key` (null: without a key), due `dueInMs` from now (negative: overdue). */
+async function insertKeyed(t: Tenant, key: string | null, count: number, options: { dueInMs?: number; priority?: number } = {}): Promise<void> {
+  await w.pool.query(
+    `INSERT INTO jobs (id, tenant_id, queue_id, shard, due_at, priority, url, flow_key, updated_at)
+     SELECT gen_random_uuid(), $1, $2, $3, now() + make_interval(secs => $5 / 1000.0) + make_interval(secs => g / 1000.0), $6,
+            'https://93.184.216.34/x', $7, now()
+       FROM generate_series(1, $4) g`,
+    [t.id, t.queueId, t.shard, count, options.dueInMs ?? -60_000, options.priority ?? 0, key],
+  );
+}
+
+const cursors: Record<string, string> = {};
+
+/** One claim of up to `limit` of the tenant's due jobs, as the dispatcher makes it (key cursors kept between calls). */
+async function claim(t: Tenant, limit: number): Promise<sql.ClaimedJob[]> {
+  const client = await w.pool.connect();
+  try {
+    await client.query("BEGIN");
+    const rows = await sql.claimDueJobs(client, { shard: t.shard, epoch: "1", tenantId: t.id, limit, keyed: true, keyCursors: cursors });
+    await client.query("COMMIT");
+    sql.advanceKeyCursors(cursors, rows);
+    return rows;
+  } finally {
+    client.release();
+  }
+}
+
+const perKey = (rows: sql.ClaimedJob[]) => {
+  const n = new Map<string | null, number>();
+  for (const r of rows) n.set(r.flow_key, (n.get(r.flow_key) ?? 0) + 1);
+  return n;
+};
+
+const inFlight = async (queueId: string) =>
+  new Map(
+    (await w.pool.query<{ key: string; in_flight: number }>(`SELECT key, in_flight FROM flow_keys WHERE queue_id = $1`, [queueId])).rows.map((r) => [r.key, r.in_flight]),
+  );
+
+/** Ends a dispatched job as a worker's requeue would (dispatched → scheduled): its key's slot is freed. */
+async function requeue(job: sql.ClaimedJob): Promise<void> {
+  const back = await sql.requeueAttempt(w.pool, { attemptId: job.attempt_id, jobId: job.id, version: job.version, delayMs: 3_600_000, reason: "test" });
+  expect(back).not.toBeNull();
+}
+
+describe("the key scan", () => {
+  beforeEach(() => {
+    for (const k of Object.keys(cursors)) delete cursors[k];
+  });
+
+  it("serves a key with one due job in the same claim as a key with a 2,000-job backlog that is older", async () => {
+    const t = await w.createTenant();
+    await insertKeyed(t, "big", 2_000, { dueInMs: -3_600_000 });
+    for (let i = 0; i < 20; i++) await insertKeyed(t, `small-${String(i).padStart(2, "0")}`, 1);
+    const rows = await claim(t, 50);
+    expect(rows).toHaveLength(50);
+    const n = perKey(rows);
+    for (let i = 0; i < 20; i++) expect(n.get(`small-${String(i).padStart(2, "0")}`)).toBe(1);
+    expect(n.get("big")).toBe(30);
+    const queue = await w.pool.query<{ flow_keyed: boolean }>(`SELECT flow_keyed FROM queues WHERE id = $1`, [t.queueId]);
+    expect(queue.rows[0]!.flow_keyed).toBe(true);
+  });
+
+  it("goes round the keys when a claim cannot serve them all, and comes back to the first", async () => {
+    const t = await w.createTenant();
+    for (let i = 0; i < 10; i++) await insertKeyed(t, `k${i}`, 5);
+    const seen: string[] = [];
+    for (let round = 0; round < 4; round++) seen.push(...(await claim(t, 3)).map((r) => r.flow_key!));
+    expect(seen.slice(0, 9).sort()).toEqual(["k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8"]);
+    // The fourth claim takes the last key, then wraps to the first.
+    expect(seen.slice(9).sort()).toEqual(["k0", "k1", "k9"]);
+  });
+
+  it("jobs without a key in a keyed queue take turns as one more key", async () => {
+    const t = await w.createTenant();
+    await insertKeyed(t, null, 500, { dueInMs: -3_600_000 });
+    for (let i = 0; i < 10; i++) await insertKeyed(t, `k${i}`, 1);
+    const n = perKey(await claim(t, 20));
+    for (let i = 0; i < 10; i++) expect(n.get(`k${i}`)).toBe(1);
+    expect(n.get(null)).toBe(10);
+  });
+
+  it("orders a key's own jobs by priority, and a higher priority goes before other keys' turns", async () => {
+    const t = await w.createTenant();
+    await insertKeyed(t, "a", 5);
+    await insertKeyed(t, "a", 1, { priority: 10 });
+    await insertKeyed(t, "b", 5);
+    const rows = await claim(t, 3);
+    expect(rows[0]!.priority).toBe(10);
+    expect(rows.map((r) => r.flow_key).sort()).toEqual(["a", "a", "b"]);
+  });
+
+  it("gives a key weight w times the jobs of a key of weight 1", async () => {
+    const t = await w.createTenant();
+    await insertKeyed(t, "heavy", 100);
+    await insertKeyed(t, "light", 100);
+    await w.pool.query(`INSERT INTO flow_keys (queue_id, key, tenant_id, weight) VALUES ($1, 'heavy', $2, 3)`, [t.queueId, t.id]);
+    const n = perKey(await claim(t, 40));
+    expect(n.get("heavy")).toBe(30);
+    expect(n.get("light")).toBe(10);
+  });
+});
+
+describe("per-key limits", () => {
+  it("never puts more than the queue's perKeyConcurrency of a key in flight; a freed slot is taken again", async () => {
+    const t = await w.createTenant();
+    await w.pool.query(`UPDATE queues SET per_key_concurrency = 2 WHERE id = $1`, [t.queueId]);
+    for (let i = 0; i < 5; i++) await insertKeyed(t, `k${i}`, 10);
+    const first = await claim(t, 100);
+    expect(first).toHaveLength(10);
+    expect([...perKey(first).values()]).toEqual([2, 2, 2, 2, 2]);
+    expect(await claim(t, 100)).toHaveLength(0);
+    expect([...(await inFlight(t.queueId)).values()]).toEqual([2, 2, 2, 2, 2]);
+
+    await requeue(first.find((r) => r.flow_key === "k3")!);
+    expect((await inFlight(t.queueId)).get("k3")).toBe(1);
+    const again = await claim(t, 100);
+    expect(again.map((r) => r.flow_key)).toEqual(["k3"]);
+    expect((await inFlight(t.queueId)).get("k3")).toBe(2);
+  });
+
+  it("an override raises or lowers one key's cap, and a paused key holds its jobs until resumed", async () => {
+    const t = await w.createTenant();
+    await w.pool.query(`UPDATE queues SET per_key_concurrency = 2 WHERE id = $1`, [t.queueId]);
+    for (const k of ["premium", "normal", "paused"]) await insertKeyed(t, k, 20);
+    await w.pool.query(
+      `INSERT INTO flow_keys (queue_id, key, tenant_id, concurrency, paused) VALUES ($1, 'premium', $2, 10, false), ($1, 'paused', $2, NULL, true)`,
+      [t.queueId, t.id],
+    );
+    const n = perKey(await claim(t, 100));
+    expect(n.get("premium")).toBe(10);
+    expect(n.get("normal")).toBe(2);
+    expect(n.get("paused")).toBeUndefined();
+    await w.pool.query(`UPDATE flow_keys SET paused = false WHERE queue_id = $1 AND key = 'paused'`, [t.queueId]);
+    expect(perKey(await claim(t, 100)).get("paused")).toBe(2);
+  });
+
+  it("a key's token bucket: a burst of its limit, then the limit per period", async () => {
+    const t = await w.createTenant();
+    await w.pool.query(`UPDATE queues SET per_key_rate_limit = 3, per_key_rate_period_ms = 1000 WHERE id = $1`, [t.queueId]);
+    await insertKeyed(t, "a", 50);
+    await insertKeyed(t, "b", 50);
+    const start = Date.now();
+    expect([...perKey(await claim(t, 100)).values()]).toEqual([3, 3]);
+    expect(await claim(t, 100)).toHaveLength(0);
+    await new Promise((r) => setTimeout(r, 1_000 - (Date.now() - start) + 50));
+    const later = perKey(await claim(t, 100));
+    expect(later.get("a")).toBe(3);
+    expect(later.get("b")).toBe(3);
+    const bucket = await w.pool.query<{ tokens: number }>(`SELECT tokens FROM flow_key_buckets WHERE queue_id = $1 AND key = 'a'`, [t.queueId]);
+    expect(bucket.rows[0]!.tokens).toBeLessThan(1);
+  });
+
+  it("a queue's concurrency still caps the sum of its keys", async () => {
+    const t = await w.createTenant();
+    await w.pool.query(`UPDATE queues SET concurrency = 7 WHERE id = $1`, [t.queueId]);
+    for (let i = 0; i < 5; i++) await insertKeyed(t, `k${i}`, 10);
+    await insertKeyed(t, null, 10);
+    expect(await claim(t, 100)).toHaveLength(7);
+    expect(await claim(t, 100)).toHaveLength(0);
+  });
+});
