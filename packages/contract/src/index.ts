@@ -15,3 +15,4 @@ export * from "./account.js";
 export * from "./dependencies.js";
 export * from "./stats.js";
 export * from "./platform-status.js";
+export * from "./flow-keys.js";

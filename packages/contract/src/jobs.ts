@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { backoffPolicySchema, idempotencyKeySchema, JOB_STATES } from "@tick/core";
+import { flowKeySchema, waitingSchema } from "./flow-keys.js";
 import { httpUrlSchema, nullableTimestamp, page, pageQuery, problemSchema, timestamp, uuid } from "./common.js";
 
 /** The job states of the state machine in @tick/core, as the API names them. */
@@ -39,6 +40,24 @@ export const httpTargetSchema = z
   })
   .meta({ id: "HttpTarget" });
 
+export const debounceSchema = z
+  .strictObject({
+    key: z.string().min(1).max(255).meta({ description: "Creates of this queue with the same debounce key fold into one job" }),
+    periodMs: z.number().int().min(1).max(86_400_000).meta({ description: "The window: trailing moves the job's due time to now + periodMs on every create" }),
+    maxWaitMs: z
+      .number()
+      .int()
+      .min(1)
+      .max(7 * 86_400_000)
+      .optional()
+      .meta({ description: "Trailing: the job runs at most this long after the window's first create, however many creates follow" }),
+    mode: z.enum(["trailing", "leading"]).default("trailing").meta({
+      description: "trailing: the job runs once the creates stop for periodMs, with the latest target; leading: the first create's job runs at once and later creates in the window return it",
+    }),
+  })
+  .refine((d) => d.maxWaitMs === undefined || d.maxWaitMs >= d.periodMs, { message: "maxWaitMs must be at least periodMs", path: ["maxWaitMs"] })
+  .meta({ id: "Debounce" });
+
 const metadataSchema = z
   .record(z.string().max(100), z.unknown())
   .refine((m) => JSON.stringify(m).length <= 16_384, "metadata is limited to 16 KiB of JSON")
@@ -57,9 +76,17 @@ export const createJobSchema = z
     expiresAt: timestamp.optional().meta({ description: "Past this instant the job is not started any more; it ends as expired" }),
     callbackUrl: httpUrlSchema.optional().meta({ description: "Receives a signed webhook when the job finishes" }),
     dependencyKey: z.string().min(1).max(200).optional().meta({ description: "Circuit-breaker key; defaults to the target host" }),
+    flowKey: flowKeySchema.optional().meta({
+      description: "What this job isolates inside its queue (a customer, an account, an endpoint): the queue's per-key limits and fair share apply per flow key",
+    }),
+    debounce: debounceSchema.optional(),
     metadata: metadataSchema.default({}),
   })
   .refine((j) => !(j.runAt !== undefined && j.delayMs !== undefined), { message: "give runAt or delayMs, not both", path: ["delayMs"] })
+  .refine((j) => j.debounce === undefined || (j.runAt === undefined && j.delayMs === undefined), {
+    message: "a debounced job's due time is its window's end: give debounce without runAt or delayMs",
+    path: ["debounce"],
+  })
   .refine((j) => j.expiresAt === undefined || j.runAt === undefined || Date.parse(j.expiresAt) > Date.parse(j.runAt), {
     message: "expiresAt must be after runAt",
     path: ["expiresAt"],
@@ -103,6 +130,8 @@ export const jobSchema = z
     backoff: backoffSchema,
     callbackUrl: z.string().nullable(),
     dependencyKey: z.string().nullable(),
+    flowKey: z.string().nullable(),
+    debounceKey: z.string().nullable().meta({ description: "The debounce window this job collects creates for, while it is scheduled" }),
     metadata: z.record(z.string(), z.unknown()),
     lastError: z.unknown().nullable(),
     result: z.unknown().nullable(),
@@ -139,7 +168,19 @@ export const attemptSchema = z
   })
   .meta({ id: "Attempt" });
 
-export const jobWithAttemptsSchema = jobSchema.extend({ attempts: z.array(attemptSchema) }).meta({ id: "JobWithAttempts" });
+export const jobWithAttemptsSchema = jobSchema
+  .extend({
+    attempts: z.array(attemptSchema),
+    waiting: waitingSchema.nullable().meta({ description: "Why the job is not running (scheduled or dispatched jobs); null once it runs or ends" }),
+  })
+  .meta({ id: "JobWithAttempts" });
+
+/** A create's answer: the job, and for a create a debounce folded into an existing job, that job's ID. */
+export const createdJobSchema = jobSchema
+  .extend({
+    debouncedInto: uuid.optional().meta({ description: "The create was folded into this existing job by its debounce (the job shown); absent when a job was created" }),
+  })
+  .meta({ id: "CreatedJob" });
 
 export const listJobsQuerySchema = z.object({
   status: z
@@ -180,6 +221,7 @@ export const batchResultSchema = z
         index: z.number().int(),
         status: z.number().int().meta({ description: "201 created, 200 idempotent replay, else the problem's status" }),
         replayed: z.boolean().optional(),
+        debouncedInto: uuid.optional(),
         job: jobSchema.optional(),
         error: problemSchema.optional(),
       }),

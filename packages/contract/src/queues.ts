@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { backoffSchema } from "./jobs.js";
 import { timestamp } from "./common.js";
+import { queueKeyLimits } from "./flow-keys.js";
 
 export const queueNameSchema = z
   .string()
@@ -21,6 +22,7 @@ const queueSettings = {
   defaultMaxAttempts: z.number().int().min(1).max(100),
   defaultBackoff: backoffSchema,
   defaultTimeoutMs: z.number().int().min(100).max(300_000),
+  ...queueKeyLimits,
 };
 
 export const createQueueSchema = z
@@ -31,6 +33,8 @@ export const createQueueSchema = z
     defaultMaxAttempts: queueSettings.defaultMaxAttempts.optional(),
     defaultBackoff: queueSettings.defaultBackoff.optional(),
     defaultTimeoutMs: queueSettings.defaultTimeoutMs.optional(),
+    perKeyConcurrency: queueSettings.perKeyConcurrency.optional(),
+    perKeyRate: queueSettings.perKeyRate.optional(),
   })
   .meta({ id: "CreateQueue" });
 
@@ -41,6 +45,8 @@ export const updateQueueSchema = z
     defaultMaxAttempts: queueSettings.defaultMaxAttempts.optional(),
     defaultBackoff: queueSettings.defaultBackoff.optional(),
     defaultTimeoutMs: queueSettings.defaultTimeoutMs.optional(),
+    perKeyConcurrency: queueSettings.perKeyConcurrency.optional(),
+    perKeyRate: queueSettings.perKeyRate.optional(),
   })
   .refine((u) => Object.keys(u).length > 0, "nothing to update")
   .meta({ id: "UpdateQueue" });

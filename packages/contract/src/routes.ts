@@ -5,11 +5,11 @@ import {
   batchCreateSchema,
   batchResultSchema,
   cancelResultSchema,
+  createdJobSchema,
   createJobSchema,
   dlqPageSchema,
   dlqQuerySchema,
   jobPageSchema,
-  jobSchema,
   jobWithAttemptsSchema,
   listJobsQuerySchema,
 } from "./jobs.js";
@@ -35,6 +35,7 @@ import {
   updateTenantLimitsSchema,
 } from "./accounts.js";
 import { createQueueSchema, queueNameSchema, queueSchema, queueWithStatsSchema, updateQueueSchema } from "./queues.js";
+import { flowKeyListSchema, flowKeySchema, flowKeyStateSchema, listFlowKeysQuerySchema, putFlowKeySchema } from "./flow-keys.js";
 import { dependencyKeySchema, dependencyListSchema, dependencySchema, pauseDependencySchema } from "./dependencies.js";
 import {
   createWebhookEndpointSchema,
@@ -67,7 +68,7 @@ export interface RouteResponse {
 
 /** One operation of the public API: the route handler, the OpenAPI document and the client all read this. */
 export interface RouteDef {
-  method: "get" | "post" | "patch" | "delete";
+  method: "get" | "post" | "put" | "patch" | "delete";
   /** Under /api/v1, with {param} placeholders. */
   path: string;
   summary: string;
@@ -90,6 +91,7 @@ export interface RouteDef {
 
 const idParams = z.object({ id: uuid });
 const queueParams = z.object({ name: queueNameSchema });
+const flowKeyParams = z.object({ name: queueNameSchema, key: flowKeySchema });
 const keyList = z.object({ data: z.array(apiKeySchema) }).meta({ id: "ApiKeyList" });
 const queueList = z.object({ data: z.array(queueWithStatsSchema) }).meta({ id: "QueueList" });
 const dependencyParams = z.object({ key: dependencyKeySchema });
@@ -102,11 +104,15 @@ export const routes = {
     description:
       "201 means the job is durably committed. With an Idempotency-Key, repeating the same request returns the " +
       "original job (200, header Idempotent-Replayed: true); the same key with a different body is refused (422). " +
-      "503 means nothing was created: retry with the same key.",
+      "503 means nothing was created: retry with the same key. With `debounce`, a create that an open window of its " +
+      "queue and debounce key absorbs answers 200 with that job and `debouncedInto` (docs/api.md \"Debounce\").",
     scope: "jobs:write",
     body: createJobSchema,
     idempotent: true,
-    responses: { 201: { description: "Created", schema: jobSchema }, 200: { description: "Idempotent replay", schema: jobSchema } },
+    responses: {
+      201: { description: "Created", schema: createdJobSchema },
+      200: { description: "Idempotent replay, or a debounced create folded into an existing job (`debouncedInto`)", schema: createdJobSchema },
+    },
     errors: ["bad_request", "validation_failed", "target_not_allowed", "idempotency_key_reused", "payload_too_large", "quota_exceeded", "not_found"],
   },
   createJobsBatch: {
@@ -241,6 +247,51 @@ export const routes = {
     scope: "queues:write",
     params: queueParams,
     responses: { 200: { description: "Resumed", schema: queueSchema } },
+    errors: ["not_found", "validation_failed"],
+  },
+  listFlowKeys: {
+    method: "get",
+    path: "/queues/{name}/keys",
+    summary: "The queue's top flow keys: backlog, in flight, held, paused, overridden",
+    description:
+      "The keys of the queue with work (scheduled or in flight) or an override, with their live figures and the limits in " +
+      "force, the top `limit` by `sort`; `totals` counts every key with work, every key held at its cap and every paused key.",
+    scope: "queues:read",
+    params: queueParams,
+    query: listFlowKeysQuerySchema,
+    responses: { 200: { description: "The top keys", schema: flowKeyListSchema } },
+    errors: ["not_found", "validation_failed"],
+  },
+  getFlowKey: {
+    method: "get",
+    path: "/queues/{name}/keys/{key}",
+    summary: "One flow key of a queue: its figures, limits and override",
+    description: "Any key can be read (one with no job and no override reads as zeros under the queue's limits). URL-encode the key.",
+    scope: "queues:read",
+    params: flowKeyParams,
+    responses: { 200: { description: "The key", schema: flowKeyStateSchema } },
+    errors: ["not_found", "validation_failed"],
+  },
+  putFlowKey: {
+    method: "put",
+    path: "/queues/{name}/keys/{key}",
+    summary: "Override one flow key's concurrency, rate or weight, or pause it",
+    description:
+      "Sets the given fields of the key's override (others keep their value; null returns a field to the queue's). " +
+      "`paused: true` holds the key's jobs, scheduled; `paused: false` releases them through the claim's usual pacing.",
+    scope: "queues:write",
+    params: flowKeyParams,
+    body: putFlowKeySchema,
+    responses: { 200: { description: "The key with its override", schema: flowKeyStateSchema } },
+    errors: ["bad_request", "not_found", "validation_failed"],
+  },
+  deleteFlowKey: {
+    method: "delete",
+    path: "/queues/{name}/keys/{key}",
+    summary: "Return a flow key to the queue's limits (removes its override and resumes it)",
+    scope: "queues:write",
+    params: flowKeyParams,
+    responses: { 200: { description: "The key under the queue's limits", schema: flowKeyStateSchema } },
     errors: ["not_found", "validation_failed"],
   },
   listDependencies: {

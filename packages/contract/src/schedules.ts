@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { backoffSchema, httpTargetSchema } from "./jobs.js";
+import { flowKeySchema } from "./flow-keys.js";
 import { httpUrlSchema, nullableTimestamp, page, timestamp, uuid } from "./common.js";
 
 const policies = {
@@ -18,6 +19,7 @@ export const scheduleJobTemplateSchema = z
     backoff: backoffSchema.optional(),
     callbackUrl: httpUrlSchema.optional(),
     dependencyKey: z.string().min(1).max(200).optional(),
+    flowKey: flowKeySchema.optional().meta({ description: "Each occurrence's job carries this flow key (the queue's per-key limits and fair share apply)" }),
     metadata: z.record(z.string().max(100), z.unknown()).optional(),
     expiresAfterMs: z.number().int().min(1000).max(366 * 86_400_000).optional().meta({ description: "Each occurrence's job expires this long after its due time" }),
   })

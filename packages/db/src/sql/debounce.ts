@@ -26,7 +26,7 @@ export interface DebounceWindow {
  * the window's job when it is still scheduled.
  */
 export async function lockDebounceWindow(db: Queryable, queueId: string, key: string): Promise<DebounceWindow | null> {
-  await db.query(`SELECT pg_advisory_xact_lock(hashtextextended($1::text || chr(0) || $2, 7411))`, [queueId, key]);
+  await db.query(`SELECT pg_advisory_xact_lock(hashtextextended($1::text || $2, 7411))`, [queueId, key]);
   const { rows } = await db.query<DebounceWindow>(
     `SELECT d.job_id, d.mode, d.started_at, d.window_until, d.max_until, d.creates,
             EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id AND j.status = 'scheduled' FOR UPDATE) AS job_scheduled,

@@ -22,3 +22,4 @@ export * from "./rollups.js";
 export * from "./queue-gauge-samples.js";
 export * from "./node-status.js";
 export * from "./debounce.js";
+export * from "./flow-keys.js";

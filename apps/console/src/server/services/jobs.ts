@@ -32,7 +32,8 @@ export type CreateItem = ({ job: CreateJob } | { input: unknown }) & {
 };
 
 export type CreateOutcome =
-  | { status: 201 | 200; job: Job; replayed: boolean }
+  /** `debouncedInto`: a debounced create folded into this existing job (200). */
+  | { status: 201 | 200; job: Job; replayed: boolean; debouncedInto?: string }
   /** `cause` is what was thrown (an AppError or a ZodError), for single-item routes to rethrow. */
   | { status: number; error: Problem; cause: unknown };
 
@@ -134,14 +135,18 @@ async function resolveInTransaction(
   const queues = await sql.findQueuesByName(client, tenant.id, queueNames);
   const queueByName = new Map(queues.map((q) => [q.name, q]));
   const queueName = (queueId: string) => queues.find((q) => q.id === queueId)?.name ?? "";
-  const byKey = (rows: (sql.JobRow & { key_expired: boolean })[]) => new Map(rows.map((r) => [r.idempotency_key!, r]));
+  const byKey = (rows: (sql.JobRow & { key_expired: boolean; debounced: boolean })[]) => new Map(rows.map((r) => [r.idempotency_key!, r]));
 
   /** Settles a replay or a conflict against the key's stored job; false when the item is to be created. */
   const releasable: string[] = [];
+  /** Items whose Idempotency-Key a concurrent request took first: answered from the key's job below. */
+  const lostKeys: Prepared[] = [];
   const settled = (stored: ReturnType<typeof byKey>, p: Prepared): boolean => {
     const row = p.key ? stored.get(p.key) : undefined;
     const decision = decideIdempotency(row && { requestHash: row.request_hash, expired: row.key_expired }, p.hash);
-    if (decision === "replay") outcomes[p.index] = { status: 200, job: jobView(row!, queueName(row!.queue_id)), replayed: true };
+    if (decision === "replay") {
+      outcomes[p.index] = { status: 200, job: jobView(row!, queueName(row!.queue_id)), replayed: true, ...(row!.debounced ? { debouncedInto: row!.id } : {}) };
+    }
     else if (decision === "conflict") outcomes[p.index] = failure(new AppError("idempotency_key_reused", `Idempotency-Key "${p.key}" was already used with a different request body.`));
     else if (decision === "expired") releasable.push(p.key!);
     return decision === "replay" || decision === "conflict";
@@ -163,44 +168,50 @@ async function resolveInTransaction(
 
   // Pending-job quota, counted in Postgres so it holds even when Redis is down.
   const pending = await sql.countPendingJobs(client, tenant.id, tenant.maxPendingJobs + 1);
-  const room = Math.max(0, tenant.maxPendingJobs - pending);
-  for (const p of fresh.slice(room)) {
-    outcomes[p.index] = failure(
-      new AppError("quota_exceeded", `The tenant already has ${pending} unfinished jobs (limit ${tenant.maxPendingJobs}).`, { retryAfterSeconds: 30 }),
-    );
-  }
-  fresh = fresh.slice(0, room);
-  if (!fresh.length) return;
-
-  const ids = new Map<Prepared, string>(fresh.map((p) => [p, randomUUID()]));
+  let room = Math.max(0, tenant.maxPendingJobs - pending);
+  const overQuota = () =>
+    failure(new AppError("quota_exceeded", `The tenant already has ${pending} unfinished jobs (limit ${tenant.maxPendingJobs}).`, { retryAfterSeconds: 30 }));
   // The request's trace, or a new one per job: made here from a pooled random buffer, cheaper than the
   // column's default (two gen_random_uuid() a row), which serves the other inserts (schedule occurrences).
   const traceparent = trace ? formatTraceparent(trace) : null;
   const tracestate = trace?.traceState ?? null;
-  const inserted = await sql.insertJobs(
-    client,
-    tenant,
-    fresh.map((p) => {
-      const q = queueByName.get(p.job.queue)!;
-      const j = p.job;
-      return {
-        id: ids.get(p)!,
-        queue_id: q.id,
-        run_at: j.runAt ?? null,
-        delay_ms: j.delayMs ?? 0,
-        expires_at: j.expiresAt ?? null,
-        idempotency_key: p.key,
-        request_hash: p.key ? p.hash : null,
-        // What the job does: the rule a schedule's occurrences follow too (@tick/db's job-template.ts).
-        ...sql.jobColumnsFromTemplate(j, q),
-        traceparent: traceparent ?? formatTraceparent(childTraceContext(null)),
-        tracestate,
-      };
-    }),
-    deps.idempotencyTtlMs,
-  );
+  const traceOf = () => ({ traceparent: traceparent ?? formatTraceparent(childTraceContext(null)), tracestate });
+
+  // Debounced creates one at a time, in request order (two of a batch may share a window).
+  for (const p of fresh.filter((x) => x.job.debounce)) {
+    const outcome = await createDebounced(client, deps, tenant, p, queueByName.get(p.job.queue)!, traceOf(), room > 0);
+    if (outcome === "lost") lostKeys.push(p);
+    else {
+      outcomes[p.index] = outcome ?? overQuota();
+      if (outcome?.status === 201) room--;
+    }
+  }
+  fresh = fresh.filter((x) => !x.job.debounce);
+
+  for (const p of fresh.slice(room)) outcomes[p.index] = overQuota();
+  fresh = fresh.slice(0, room);
+  if (!fresh.length && !lostKeys.length) return;
+
+  const ids = new Map<Prepared, string>(fresh.map((p) => [p, randomUUID()]));
+  const newJobs = fresh.map((p) => {
+    const q = queueByName.get(p.job.queue)!;
+    const j = p.job;
+    return {
+      id: ids.get(p)!,
+      queue_id: q.id,
+      run_at: j.runAt ?? null,
+      delay_ms: j.delayMs ?? 0,
+      expires_at: j.expiresAt ?? null,
+      idempotency_key: p.key,
+      request_hash: p.key ? p.hash : null,
+      // What the job does: the rule a schedule's occurrences follow too (@tick/db's job-template.ts).
+      ...sql.jobColumnsFromTemplate(j, q),
+      ...traceOf(),
+    };
+  });
+  const inserted = newJobs.length ? await sql.insertJobs(client, tenant, newJobs, deps.idempotencyTtlMs) : [];
   const insertedById = new Map(inserted.map((r) => [r.id, r]));
-  const lost: Prepared[] = [];
+  const lost: Prepared[] = [...lostKeys];
   for (const p of fresh) {
     const row = insertedById.get(ids.get(p)!);
     if (row) outcomes[p.index] = { status: 201, job: jobView(row, p.job.queue), replayed: false };
@@ -214,6 +225,75 @@ async function resolveInTransaction(
       }
     }
   }
+}
+
+/**
+ * One debounced create (docs/api.md "Debounce"), under its window's lock: a trailing create folds into the
+ * window's job while it is scheduled and before the window's maxWait (the job takes this create's target and
+ * is due periodMs from now); a leading create inside its open window is answered with the window's job; any
+ * other opens a new window on a new job (trailing: due periodMs from now; leading: due now). Null: a new job
+ * was needed and the quota has no room; "lost": its Idempotency-Key was taken by a concurrent request.
+ */
+async function createDebounced(
+  client: pg.PoolClient,
+  deps: JobServiceDeps,
+  tenant: ApiPrincipal["tenant"],
+  p: Prepared,
+  queue: sql.QueueDefaultsRow,
+  trace: { traceparent: string; tracestate: string | null },
+  roomLeft: boolean,
+): Promise<CreateOutcome | null | "lost"> {
+  const d = p.job.debounce!;
+  const columns = sql.jobColumnsFromTemplate(p.job, queue);
+  const window = await sql.lockDebounceWindow(client, queue.id, d.key);
+  const folded = async (row: sql.JobRow): Promise<CreateOutcome> => {
+    if (p.key) await sql.holdDebouncedIdempotencyKey(client, { tenantId: tenant.id, key: p.key, jobId: row.id, requestHash: p.hash, ttlMs: deps.idempotencyTtlMs });
+    return { status: 200, job: jobView(row, queue.name), replayed: false, debouncedInto: row.id };
+  };
+  if (window && window.mode === d.mode) {
+    if (d.mode === "trailing" && window.job_scheduled && window.before_max) {
+      const row = await sql.foldIntoDebouncedJob(client, { tenantId: tenant.id, queueId: queue.id, key: d.key, jobId: window.job_id, columns, periodMs: d.periodMs });
+      if (row) return folded(row);
+    }
+    if (d.mode === "leading" && window.open) {
+      const row = await sql.findJob(client, tenant.id, window.job_id);
+      if (row) {
+        await sql.countDebouncedCreate(client, queue.id, d.key);
+        return folded(row);
+      }
+    }
+  }
+  if (!roomLeft) return null;
+  const [row] = await sql.insertJobs(
+    client,
+    tenant,
+    [
+      {
+        id: randomUUID(),
+        queue_id: queue.id,
+        run_at: null,
+        delay_ms: d.mode === "trailing" ? d.periodMs : 0,
+        expires_at: p.job.expiresAt ?? null,
+        idempotency_key: p.key,
+        request_hash: p.key ? p.hash : null,
+        ...columns,
+        ...trace,
+        debounce_key: d.key,
+      },
+    ],
+    deps.idempotencyTtlMs,
+  );
+  if (!row) return "lost";
+  await sql.openDebounceWindow(client, {
+    tenantId: tenant.id,
+    queueId: queue.id,
+    key: d.key,
+    jobId: row.id,
+    mode: d.mode,
+    periodMs: d.periodMs,
+    maxWaitMs: d.maxWaitMs ?? null,
+  });
+  return { status: 201, job: jobView(row, queue.name), replayed: false };
 }
 
 /** A page of the tenant's jobs, newest first, with the listing's filters (GET /jobs). */

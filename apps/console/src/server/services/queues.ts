@@ -41,6 +41,7 @@ export async function createQueue({ prisma }: TenantServiceDeps, principal: ApiP
           ...(input.defaultMaxAttempts !== undefined ? { defaultMaxAttempts: input.defaultMaxAttempts } : {}),
           ...(input.defaultBackoff !== undefined ? { defaultBackoff: input.defaultBackoff } : {}),
           ...(input.defaultTimeoutMs !== undefined ? { defaultTimeoutMs: input.defaultTimeoutMs } : {}),
+          ...keyLimitColumns(input),
         },
       })
       .catch((err: { code?: string }) => {
@@ -55,13 +56,22 @@ export async function createQueue({ prisma }: TenantServiceDeps, principal: ApiP
 
 type QueueChange = z.output<typeof updateQueueSchema> | { paused: boolean };
 
+/** The queue columns of the API's per-key limits (perKeyRate is two columns); absent fields are left out. */
+function keyLimitColumns(input: Pick<z.output<typeof updateQueueSchema>, "perKeyConcurrency" | "perKeyRate">) {
+  return {
+    ...(input.perKeyConcurrency !== undefined ? { perKeyConcurrency: input.perKeyConcurrency } : {}),
+    ...(input.perKeyRate !== undefined ? { perKeyRateLimit: input.perKeyRate?.limit ?? null, perKeyRatePeriodMs: input.perKeyRate?.periodMs ?? null } : {}),
+  };
+}
+
 /** Changes a queue with a version bump (optimistic: a concurrent change is retried on the fresh row). */
 export async function updateQueue({ prisma }: TenantServiceDeps, principal: ApiPrincipal, name: string, change: QueueChange, action: string) {
   const tenantId = principal.tenant.id;
   return prismaTransaction(prisma, async (tx) => {
     const current = await tx.queue.findUnique({ where: { tenantId_name: { tenantId, name } } });
     if (!current) throw new AppError("not_found", `No queue named "${name}".`);
-    const data = Object.fromEntries(Object.entries(change).filter(([, v]) => v !== undefined));
+    const { perKeyConcurrency, perKeyRate, ...rest } = change as z.output<typeof updateQueueSchema>;
+    const data = { ...Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)), ...keyLimitColumns({ perKeyConcurrency, perKeyRate }) };
     const { count } = await tx.queue.updateMany({
       where: { id: current.id, version: current.version },
       data: { ...data, version: { increment: 1 } },

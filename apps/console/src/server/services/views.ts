@@ -20,6 +20,8 @@ export function jobView(row: sql.JobRow, queueName = row.queue_name ?? ""): Job 
     backoff: row.backoff,
     callbackUrl: row.callback_url,
     dependencyKey: row.dependency_key,
+    flowKey: row.flow_key,
+    debounceKey: row.debounce_key,
     metadata: row.metadata,
     lastError: row.last_error ?? null,
     result: row.result ?? null,
@@ -60,6 +62,9 @@ interface QueueRecord {
   defaultMaxAttempts: number;
   defaultBackoff: unknown;
   defaultTimeoutMs: number;
+  perKeyConcurrency: number | null;
+  perKeyRateLimit: number | null;
+  perKeyRatePeriodMs: number | null;
   version: number;
   createdAt: Date;
   updatedAt: Date;
@@ -74,6 +79,8 @@ export function queueView(q: QueueRecord): Queue {
     defaultMaxAttempts: q.defaultMaxAttempts,
     defaultBackoff: q.defaultBackoff as Queue["defaultBackoff"],
     defaultTimeoutMs: q.defaultTimeoutMs,
+    perKeyConcurrency: q.perKeyConcurrency,
+    perKeyRate: q.perKeyRateLimit !== null && q.perKeyRatePeriodMs !== null ? { limit: q.perKeyRateLimit, periodMs: q.perKeyRatePeriodMs } : null,
     version: q.version,
     createdAt: q.createdAt.toISOString(),
     updatedAt: q.updatedAt.toISOString(),

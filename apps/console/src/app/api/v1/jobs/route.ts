@@ -20,7 +20,7 @@ export const POST = apiRoute(
       endCreateSpan(trace.span, outcome.status);
       return {
         status: outcome.status,
-        body: outcome.job,
+        body: outcome.debouncedInto ? { ...outcome.job, debouncedInto: outcome.debouncedInto } : outcome.job,
         headers: { ...headers, ...(outcome.replayed ? { "Idempotent-Replayed": "true" } : {}), Location: `/api/v1/jobs/${outcome.job.id}` },
       };
     } catch (err) {

@@ -45,7 +45,9 @@ export const POST = apiRoute(
       status: 200,
       body: {
         results: outcomes.map((o, index) =>
-          "error" in o ? { index, status: o.status, error: o.error } : { index, status: o.status, replayed: o.replayed, job: o.job },
+          "error" in o
+            ? { index, status: o.status, error: o.error }
+            : { index, status: o.status, replayed: o.replayed, ...(o.debouncedInto ? { debouncedInto: o.debouncedInto } : {}), job: o.job },
         ),
       },
       headers: admission ? rateLimitHeaders(admission) : {},
