@@ -19,11 +19,11 @@ describe("the console's admission metrics", () => {
     for (let minute = 0; minute < 3; minute++) {
       for (let i = 0; i < 10_000; i++) metrics.admission(`tenant-${i}`, { admitted: 1, rateLimited: i % 2, overQuota: i % 3 === 0 ? 1 : 0 });
       metrics.admission(burst, { admitted: 500, rateLimited: 5_000, overQuota: 0 });
-      metrics.admission(allowed, { admitted: 1, rateLimited: 0, overQuota: 0 });
+      metrics.admission(allowed, { admitted: 1, rateLimited: 0, overQuota: 0, debounced: 0 });
       now += 60_000; // the next admission ranks
       await new Promise((r) => setTimeout(r, 0)); // evicted series are removed asynchronously
     }
-    metrics.admission("tenant-0", { admitted: 1, rateLimited: 0, overQuota: 0 });
+    metrics.admission("tenant-0", { admitted: 1, rateLimited: 0, overQuota: 0, debounced: 0 });
     await new Promise((r) => setTimeout(r, 0));
 
     const text = await registry.metrics();
@@ -38,11 +38,21 @@ describe("the console's admission metrics", () => {
     expect(samples(text).filter((s) => s.name === "tick_api_jobs_rejected_total").length).toBeLessThanOrEqual(2 * (1 + 20 + 1));
   });
 
-  it("tallies a create request's outcomes: created jobs, rate-limit and quota refusals; replays and other errors are neither", () => {
+  it("tallies a create request's outcomes: created jobs, rate-limit and quota refusals, debounced creates; replays and other errors are none of them", () => {
     const refused = (code: "rate_limited" | "quota_exceeded" | "validation_failed") => ({ status: 429, cause: new AppError(code) });
     expect(
-      tallyAdmission([{ status: 201 }, { status: 201 }, { status: 200 }, refused("rate_limited"), refused("quota_exceeded"), refused("quota_exceeded"), { status: 422, cause: new AppError("validation_failed") }]),
-    ).toEqual({ admitted: 2, rateLimited: 1, overQuota: 2 });
+      tallyAdmission([
+        { status: 201 },
+        { status: 201 },
+        { status: 200 },
+        { status: 200, debouncedInto: "j", replayed: false },
+        { status: 200, debouncedInto: "j", replayed: true },
+        refused("rate_limited"),
+        refused("quota_exceeded"),
+        refused("quota_exceeded"),
+        { status: 422, cause: new AppError("validation_failed") },
+      ]),
+    ).toEqual({ admitted: 2, rateLimited: 1, overQuota: 2, debounced: 1 });
   });
 
   it("counts requests by route and status, and a fail-open admission", async () => {

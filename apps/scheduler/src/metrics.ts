@@ -34,6 +34,23 @@ export function createSchedulerMetrics(registry: Registry, labels: MetricLabels 
     outboxBacklog: new Gauge({ name: "tick_outbox_backlog", help: "Unpublished outbox rows", registers: [registry] }),
     outboxLagSeconds: new Gauge({ name: "tick_outbox_lag_seconds", help: "Age of the oldest unpublished outbox row (publication lag)", registers: [registry] }),
     leasesReaped: new Counter({ name: "tick_leases_reaped_total", help: "Running attempts whose lease expired", labelNames: ["decision"], registers: [registry] }),
+    flowKeyLeaseExpiries: new Counter({
+      name: "tick_flow_key_lease_expiries_total",
+      help: "Attempts of keyed jobs whose lease expired, settled by the reaper: each frees its key's slot while the lost worker may still send its request, the one case where a key's concurrency can be exceeded",
+      registers: [registry],
+    }),
+    flowKeyHeldJobs: new Gauge({
+      name: "tick_flow_key_held_jobs",
+      help: "Due jobs held by their flow key's limits across the deployment, by reason (key_paused, key_at_cap, key_over_rate)",
+      labelNames: ["reason"],
+      registers: [registry],
+    }),
+    flowKeysHolding: new Gauge({
+      name: "tick_flow_keys_holding",
+      help: "Flow keys holding due jobs by their limits across the deployment, by reason (key_paused, key_at_cap, key_over_rate)",
+      labelNames: ["reason"],
+      registers: [registry],
+    }),
     republished: new Counter({ name: "tick_attempts_republished_total", help: "Dispatched attempts re-published because no worker started them", registers: [registry] }),
     expired: new Counter({ name: "tick_jobs_expired_total", help: "Jobs that passed their expiry deadline before starting", registers: [registry] }),
     dueIndexMode: new Gauge({ name: "tick_due_index_mode", help: "1 when a shard finds due work through the Redis index, 0 when polling Postgres", labelNames: ["shard"], registers: [registry] }),

@@ -173,3 +173,50 @@ describe("per-key limits", () => {
     expect(await claim(t, 100)).toHaveLength(0);
   });
 });
+
+describe("the in-flight counts under faults, the metrics and the clean-up", () => {
+  it("a lease that ran out keeps its key's slot until the reaper settles the attempt, which the metric counts", async () => {
+    const s = w.startScheduler("s", { leaseGraceMs: 0 });
+    await s.init();
+    await s.leaseTick();
+    const t = await w.createTenant();
+    await w.pool.query(`UPDATE queues SET per_key_concurrency = 1 WHERE id = $1`, [t.queueId]);
+    await insertKeyed(t, "k", 2);
+    expect(await s.dispatchOnce()).toBe(1);
+    const [job] = (await w.pool.query<{ id: string; version: number; current_attempt_id: string }>(`SELECT id, version, current_attempt_id FROM jobs WHERE status = 'dispatched'`)).rows;
+    const started = await sql.startAttempt(w.pool, { attemptId: job!.current_attempt_id, jobId: job!.id, version: job!.version, workerId: "frozen", leaseMs: 60_000 });
+    expect(started).not.toBeNull();
+    // The worker froze: its lease ends, but until the reaper settles the attempt the key stays at its cap.
+    await w.pool.query(`UPDATE attempts SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, [job!.current_attempt_id]);
+    expect(await s.dispatchOnce()).toBe(0);
+    expect((await inFlight(t.queueId)).get("k")).toBe(1);
+    const reaped = await s.reapOnce();
+    expect(reaped.reduce((n, r) => n + r.leasesReaped, 0)).toBe(1);
+    expect((await inFlight(t.queueId)).get("k")).toBe(0);
+    expect((await s.metrics.flowKeyLeaseExpiries.get()).values[0]?.value).toBe(1);
+    // The slot is free: the other job (or the retry, once due) goes.
+    expect(await s.dispatchOnce()).toBe(1);
+  });
+
+  it("the maintenance round exports the jobs held by key limits and forgets idle keys' state", async () => {
+    const s = w.startScheduler("s");
+    await s.init();
+    await s.leaseTick();
+    const t = await w.createTenant();
+    await w.pool.query(`UPDATE queues SET per_key_concurrency = 1 WHERE id = $1`, [t.queueId]);
+    await insertKeyed(t, "capped", 3);
+    await insertKeyed(t, "paused", 2);
+    await insertKeyed(t, "idle", 1);
+    await w.pool.query(`INSERT INTO flow_keys (queue_id, key, tenant_id, paused, overridden_at) VALUES ($1, 'paused', $2, true, now())`, [t.queueId, t.id]);
+    expect(await s.dispatchOnce()).toBe(2); // capped and idle, one each
+    const idle = (await w.pool.query<{ id: string }>(`SELECT id FROM jobs WHERE flow_key = 'idle'`)).rows[0]!;
+    await w.pool.query(`UPDATE jobs SET status = 'succeeded', finished_at = now() WHERE id = $1`, [idle.id]);
+    await s.maintainOnce();
+    const held = new Map((await s.metrics.flowKeyHeldJobs.get()).values.map((v) => [v.labels.reason, v.value]));
+    expect(Object.fromEntries(held)).toEqual({ key_paused: 2, key_at_cap: 2, key_over_rate: 0 });
+    const keys = new Map((await s.metrics.flowKeysHolding.get()).values.map((v) => [v.labels.reason, v.value]));
+    expect(Object.fromEntries(keys)).toEqual({ key_paused: 1, key_at_cap: 1, key_over_rate: 0 });
+    // The idle key's row (nothing in flight, no override) is gone; the capped and the paused ones stay.
+    expect([...(await inFlight(t.queueId)).keys()].sort()).toEqual(["capped", "paused"]);
+  });
+});

@@ -11,13 +11,16 @@ export interface AdmissionTally {
   admitted: number;
   rateLimited: number;
   overQuota: number;
+  /** Creates a debounce folded into an existing job (200 with debouncedInto, not a replay). */
+  debounced: number;
 }
 
 /** Counts an outcome list's created jobs and its refusals by admission (the codes services/jobs.ts throws). */
-export function tallyAdmission(outcomes: readonly { status: number; cause?: unknown }[]): AdmissionTally {
-  const tally: AdmissionTally = { admitted: 0, rateLimited: 0, overQuota: 0 };
+export function tallyAdmission(outcomes: readonly { status: number; cause?: unknown; debouncedInto?: string; replayed?: boolean }[]): AdmissionTally {
+  const tally: AdmissionTally = { admitted: 0, rateLimited: 0, overQuota: 0, debounced: 0 };
   for (const o of outcomes) {
     if (o.status === 201) tally.admitted++;
+    else if (o.status === 200 && o.debouncedInto && !o.replayed) tally.debounced++;
     else if (o.cause instanceof AppError && o.cause.code === "rate_limited") tally.rateLimited++;
     else if (o.cause instanceof AppError && o.cause.code === "quota_exceeded") tally.overQuota++;
   }
@@ -60,6 +63,11 @@ export function createConsoleMetrics(registry: Registry, labels: MetricLabels = 
     }),
     "tenant",
   );
+  const debounced = new Counter({
+    name: "tick_api_jobs_debounced_total",
+    help: "Creates folded by their debounce into an existing job (answered with debouncedInto), across tenants",
+    registers: [registry],
+  });
   const failedOpen = new Counter({
     name: "tick_api_admission_fail_open_total",
     help: "Admission checks skipped because Redis did not answer in time (the request was let through without the rate limit)",
@@ -75,6 +83,7 @@ export function createConsoleMetrics(registry: Registry, labels: MetricLabels = 
     },
     /** One create request's admission outcome for a tenant; its jobs count toward the tenant's rank. */
     admission(tenantId: string, tally: AdmissionTally): void {
+      if (tally.debounced) debounced.inc(tally.debounced);
       const volume = tally.admitted + tally.rateLimited + tally.overQuota;
       if (!volume) return;
       const tenant = labels.tenant(tenantId, volume);

@@ -27,6 +27,9 @@ export interface MaintenanceConfig {
   pruneBudgetMs: number;
 }
 
+/** A debounce window is forgotten this long after it closed (its job no longer scheduled). */
+const DEBOUNCE_WINDOW_KEEP_MS = 60_000;
+
 /** What is left of a round's time for deleting history. */
 export interface PruneBudget {
   remainingMs: number;
@@ -233,6 +236,8 @@ export class Maintenance {
       ["idempotency_keys_released", (c) => sql.pruneIdempotencyKeys(c, batch)],
       ["outbox_deleted", (c) => sql.prunePublishedOutbox(c, this.config.outboxKeepMs, batch)],
       ["webhook_deliveries_deleted", (c) => sql.pruneWebhookDeliveries(c, retentionMaxDays, batch)],
+      ["debounce_windows_deleted", (c) => sql.pruneDebounceWindows(c, DEBOUNCE_WINDOW_KEEP_MS, batch)],
+      ["flow_key_state_deleted", (c) => sql.pruneIdleFlowKeys(c, batch)],
     ];
     for (const [task, step] of steps) {
       for (let round = 0; round < this.config.maxBatchesPerRound; round++) {
@@ -245,6 +250,11 @@ export class Maintenance {
     const backlog = await sql.maintenanceBacklog(this.pool, this.config.archiveAfterMs, 100_000);
     this.metrics.maintenanceBacklog.set({ kind: "jobs_to_archive" }, backlog.archivable);
     this.metrics.maintenanceBacklog.set({ kind: "published_outbox" }, backlog.publishedOutbox);
+    const holds = new Map((await sql.flowKeyHolds(this.pool)).map((h) => [h.reason, h]));
+    for (const reason of ["key_paused", "key_at_cap", "key_over_rate"] as const) {
+      this.metrics.flowKeyHeldJobs.set({ reason }, holds.get(reason)?.jobs ?? 0);
+      this.metrics.flowKeysHolding.set({ reason }, holds.get(reason)?.keys ?? 0);
+    }
     return { refused: false };
   }
 }

@@ -130,6 +130,8 @@ export class Reaper {
           if (!settled.has(lost.job_id)) continue;
           if (decision.kind === "retry") rescheduled.push({ tenantId: lost.tenant_id, dueAtMs: lost.db_now.getTime() + decision.dueInMs });
           this.metrics.leasesReaped.inc({ decision: decision.kind });
+          // The lost worker may still be sending while the key's slot goes to the next attempt (docs/api.md "Flow keys").
+          if (lost.flow_key !== null) this.metrics.flowKeyLeaseExpiries.inc();
           this.logger.warn(
             { tenantId: lost.tenant_id, jobId: lost.job_id, attemptId: lost.attempt_id, shard: lease.shard, epoch: lease.epoch, decision: decision.kind },
             "attempt lease expired",

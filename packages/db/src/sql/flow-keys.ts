@@ -247,3 +247,66 @@ export async function waitingFacts(db: Queryable, tenantId: string, jobId: strin
   );
   return rows[0] ?? null;
 }
+
+/**
+ * Forgets the state of keys that no longer need it, at most `limit` rows each: flow_keys rows with nothing in
+ * flight and no override or pause (the trigger makes a row again when the key's next job is claimed), and
+ * token buckets full again (a key with no bucket has a full one). Returns the rows deleted.
+ */
+export async function pruneIdleFlowKeys(db: Queryable, limit: number): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `WITH idle AS (
+       DELETE FROM flow_keys WHERE (queue_id, key) IN (
+         SELECT queue_id, key FROM flow_keys WHERE in_flight = 0 AND overridden_at IS NULL AND NOT paused LIMIT $1)
+         AND in_flight = 0 AND overridden_at IS NULL AND NOT paused
+       RETURNING 1
+     ), full_buckets AS (
+       DELETE FROM flow_key_buckets WHERE (queue_id, key) IN (
+         SELECT b.queue_id, b.key FROM flow_key_buckets b
+           JOIN queues q ON q.id = b.queue_id
+           LEFT JOIN flow_keys fk ON fk.queue_id = b.queue_id AND fk.key = b.key
+          WHERE b.tokens_at < now() - make_interval(secs => coalesce(
+                  CASE WHEN fk.rate_limit IS NOT NULL THEN fk.rate_period_ms ELSE q.per_key_rate_period_ms END, 0) / 1000.0)
+          LIMIT $1)
+       RETURNING 1
+     )
+     SELECT ((SELECT count(*) FROM idle) + (SELECT count(*) FROM full_buckets))::int AS n`,
+    [limit],
+  );
+  return rows[0]?.n ?? 0;
+}
+
+export interface FlowKeyHold {
+  reason: "key_paused" | "key_at_cap" | "key_over_rate";
+  keys: number;
+  jobs: number;
+}
+
+/**
+ * Across the deployment: due keyed jobs held by their key's limits, by reason (a paused key, a key at its
+ * concurrency, a key whose bucket is empty), with how many keys hold them. Reads only keys with state (paused,
+ * something in flight, a bucket), never every key.
+ */
+export async function flowKeyHolds(db: Queryable): Promise<FlowKeyHold[]> {
+  const { rows } = await db.query<FlowKeyHold>(
+    `WITH state AS (
+       SELECT q.id AS queue_id, k.key,
+              coalesce(fk.paused, false) AS paused,
+              coalesce(fk.in_flight, 0) >= coalesce(fk.concurrency, q.per_key_concurrency) AS at_cap,
+              b.tokens IS NOT NULL AND least(coalesce(fk.rate_limit, q.per_key_rate_limit)::float8,
+                b.tokens + extract(epoch FROM now() - b.tokens_at)::float8 * 1000.0 * coalesce(fk.rate_limit, q.per_key_rate_limit)
+                  / nullif(CASE WHEN fk.rate_limit IS NOT NULL THEN fk.rate_period_ms ELSE q.per_key_rate_period_ms END, 0)) < 1 AS over_rate
+         FROM (SELECT queue_id, key FROM flow_keys WHERE paused OR in_flight > 0 UNION SELECT queue_id, key FROM flow_key_buckets) k
+         JOIN queues q ON q.id = k.queue_id
+         LEFT JOIN flow_keys fk ON fk.queue_id = k.queue_id AND fk.key = k.key
+         LEFT JOIN flow_key_buckets b ON b.queue_id = k.queue_id AND b.key = k.key
+     ), held AS (
+       SELECT CASE WHEN s.paused THEN 'key_paused' WHEN s.at_cap THEN 'key_at_cap' WHEN s.over_rate THEN 'key_over_rate' END AS reason,
+              (SELECT count(*) FROM jobs j WHERE j.queue_id = s.queue_id AND j.flow_key = s.key AND j.status = 'scheduled'
+                 AND j.flow_key IS NOT NULL AND j.due_at <= now())::int AS jobs
+         FROM state s WHERE s.paused OR s.at_cap OR s.over_rate
+     )
+     SELECT reason, count(*) FILTER (WHERE jobs > 0)::int AS keys, coalesce(sum(jobs), 0)::int AS jobs FROM held GROUP BY reason`,
+  );
+  return rows;
+}

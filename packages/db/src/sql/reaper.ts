@@ -13,6 +13,8 @@ export interface ExpiredLease {
   backoff: { strategy: "exponential" | "fixed"; baseMs: number; maxMs: number; jitter: "full" | "none" };
   expires_at: Date | null;
   cancel_requested_at: Date | null;
+  /** The job's flow key: settling the attempt frees the key's slot (the trigger flow_key_in_flight). */
+  flow_key: string | null;
   db_now: Date;
 }
 
@@ -26,7 +28,7 @@ export interface ExpiredLease {
 export async function lockExpiredLeases(db: Queryable, shard: number, marginMs: number, limit: number): Promise<ExpiredLease[]> {
   const { rows } = await db.query<ExpiredLease>(
     `SELECT a.id AS attempt_id, j.id AS job_id, j.tenant_id, j.version AS job_version, j.attempt_count, j.max_attempts,
-            j.backoff, j.expires_at, j.cancel_requested_at, now() AS db_now
+            j.backoff, j.expires_at, j.cancel_requested_at, j.flow_key, now() AS db_now
        FROM jobs j JOIN attempts a ON a.id = j.current_attempt_id
       WHERE j.shard = $1 AND j.status = 'running'
         AND a.status = 'running' AND a.lease_expires_at < now() - make_interval(secs => $2 / 1000.0)
