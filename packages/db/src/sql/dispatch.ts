@@ -351,9 +351,10 @@ export async function claimDueJobs(
        INSERT INTO attempts (id, job_id, tenant_id, number, fencing_token, job_version, shard_epoch, status, dispatched_at, message_id)
        SELECT attempt_id, id, tenant_id, fencing_token::int, fencing_token, version, $4::bigint, 'pending', now(), message_id FROM numbered
      )
-     SELECT id, tenant_id, queue_id, version, fencing_token, attempt_id, priority, due_at, dependency_key, flow_key, attempt_count, message_id,
-            ${keyed ? "(SELECT ks.n FROM kstate ks WHERE ks.queue_id = numbered.queue_id AND ks.k = numbered.flow_key)" : "NULL::int"} AS key_visit
-       FROM numbered ORDER BY rn`,
+     SELECT c.id, c.tenant_id, c.queue_id, c.version, c.fencing_token, c.attempt_id, c.priority, c.due_at, c.dependency_key, c.flow_key,
+            c.attempt_count, c.message_id, ${keyed ? "kv.n" : "NULL::int"} AS key_visit
+       FROM numbered c ${keyed ? "LEFT JOIN kstate kv ON kv.queue_id = c.queue_id AND kv.k = c.flow_key" : ""}
+      ORDER BY c.rn`,
     [
       args.shard,
       args.tenantId,
