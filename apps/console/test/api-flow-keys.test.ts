@@ -190,6 +190,15 @@ describe("debounce", () => {
     expect(b).toMatchObject({ status: 200, debouncedInto: a!.job!.id });
     expect(c).toMatchObject({ status: 200, debouncedInto: a!.job!.id });
     expect(c!.job!.target.body).toBe("3");
+
+    // Leading items of one batch: the first creates, the rest are answered with it; a retried item gets its answer again.
+    const lead = (n: number) => ({ target: { url: "https://93.184.216.34/x", body: String(n) }, debounce: { key: "lead", periodMs: 60_000, mode: "leading" } });
+    const first = ok(await client.call("createJobsBatch", { body: { jobs: [lead(1), { ...lead(2), idempotencyKey: "lead-2" }] } }));
+    expect(first.body.results.map((x) => x.status)).toEqual([201, 200]);
+    expect(first.body.results[1]!.debouncedInto).toBe(first.body.results[0]!.job!.id);
+    expect(first.body.results[1]!.job!.target.body).toBe("1");
+    const retried = ok(await client.call("createJobsBatch", { body: { jobs: [{ ...lead(2), idempotencyKey: "lead-2" }] } }));
+    expect(retried.body.results[0]).toMatchObject({ status: 200, replayed: true, debouncedInto: first.body.results[0]!.job!.id });
   });
 });
 

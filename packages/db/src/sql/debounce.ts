@@ -45,7 +45,7 @@ export async function lockDebounceWindow(db: Queryable, queueId: string, key: st
  */
 export async function foldIntoDebouncedJob(
   db: Queryable,
-  args: { tenantId: string; queueId: string; key: string; jobId: string; columns: JobTemplateColumns; periodMs: number },
+  args: { tenantId: string; queueId: string; key: string; jobId: string; columns: JobTemplateColumns; periodMs: number; creates?: number },
 ): Promise<JobRow | null> {
   const c = args.columns;
   const { rows } = await db.query<JobRow>(
@@ -59,7 +59,7 @@ export async function foldIntoDebouncedJob(
         WHERE j.tenant_id = $1 AND j.id = $4 AND j.status = 'scheduled'
         RETURNING j.*
      ), counted AS (
-       UPDATE debounces d SET creates = d.creates + 1, window_until = job.due_at FROM job WHERE d.queue_id = $2 AND d.key = $3
+       UPDATE debounces d SET creates = d.creates + $18, window_until = job.due_at FROM job WHERE d.queue_id = $2 AND d.key = $3
      )
      SELECT job.*, q.name AS queue_name FROM job JOIN queues q ON q.id = job.queue_id`,
     [
@@ -80,6 +80,7 @@ export async function foldIntoDebouncedJob(
       c.dependency_key,
       JSON.stringify(c.metadata),
       args.periodMs,
+      args.creates ?? 1,
     ],
   );
   return rows[0] ?? null;
@@ -100,26 +101,26 @@ export async function openDebounceWindow(
   );
 }
 
-/** Counts a leading create that its open window answered with the window's job. */
-export async function countDebouncedCreate(db: Queryable, queueId: string, key: string): Promise<void> {
-  await db.query(`UPDATE debounces SET creates = creates + 1 WHERE queue_id = $1 AND key = $2`, [queueId, key]);
+/** Counts leading creates that the open window answered with the window's job. */
+export async function countDebouncedCreate(db: Queryable, queueId: string, key: string, creates: number): Promise<void> {
+  await db.query(`UPDATE debounces SET creates = creates + $3 WHERE queue_id = $1 AND key = $2`, [queueId, key, creates]);
 }
 
 /**
- * Holds a debounced create's Idempotency-Key on the job it folded into, so a retry of the same request gets
- * the same answer. False when the key was taken meanwhile (the caller answers from the key's job).
+ * Holds debounced creates' Idempotency-Keys on the job they folded into, so a retry of the same request gets
+ * the same answer. A key taken meanwhile by a concurrent request keeps that request's job.
  */
-export async function holdDebouncedIdempotencyKey(
+export async function holdDebouncedIdempotencyKeys(
   db: Queryable,
-  args: { tenantId: string; key: string; jobId: string; requestHash: string; ttlMs: number },
-): Promise<boolean> {
-  const { rowCount } = await db.query(
+  args: { tenantId: string; jobId: string; keys: { key: string; requestHash: string }[]; ttlMs: number },
+): Promise<void> {
+  await db.query(
     `INSERT INTO idempotency_keys (tenant_id, key, job_id, request_hash, expires_at, debounced)
-     VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5 / 1000.0), true)
+     SELECT $1, k.key, $2, k.request_hash, now() + make_interval(secs => $5 / 1000.0), true
+       FROM unnest($3::text[], $4::text[]) AS k(key, request_hash)
      ON CONFLICT (tenant_id, key) DO NOTHING`,
-    [args.tenantId, args.key, args.jobId, args.requestHash, args.ttlMs],
+    [args.tenantId, args.jobId, args.keys.map((k) => k.key), args.keys.map((k) => k.requestHash), args.ttlMs],
   );
-  return (rowCount ?? 0) > 0;
 }
 
 /** Forgets windows that closed more than `graceMs` ago (the maintenance loop), at most `limit` a call. */

@@ -177,14 +177,28 @@ async function resolveInTransaction(
   const tracestate = trace?.traceState ?? null;
   const traceOf = () => ({ traceparent: traceparent ?? formatTraceparent(childTraceContext(null)), tracestate });
 
-  // Debounced creates one at a time, in request order (two of a batch may share a window).
+  // Debounced creates by window (queue and debounce key), in request order: the first of a window's items
+  // decides (fold, answer or create) and the rest of them fold into that job in one step.
+  const windows = new Map<string, Prepared[]>();
   for (const p of fresh.filter((x) => x.job.debounce)) {
-    const outcome = await createDebounced(client, deps, tenant, p, queueByName.get(p.job.queue)!, traceOf(), room > 0);
-    if (outcome === "lost") lostKeys.push(p);
-    else {
-      outcomes[p.index] = outcome ?? overQuota();
-      if (outcome?.status === 201) room--;
+    const id = `${queueByName.get(p.job.queue)!.id}/${p.job.debounce!.key}`;
+    windows.set(id, [...(windows.get(id) ?? []), p]);
+  }
+  for (const items of windows.values()) {
+    const [first, ...rest] = items as [Prepared, ...Prepared[]];
+    const queue = queueByName.get(first.job.queue)!;
+    const outcome = await createDebounced(client, deps, tenant, first, queue, traceOf(), room > 0);
+    if (outcome === "lost") {
+      lostKeys.push(...items);
+      continue;
     }
+    outcomes[first.index] = outcome ?? overQuota();
+    if (!outcome || !("job" in outcome)) {
+      for (const p of rest) outcomes[p.index] = overQuota();
+      continue;
+    }
+    if (outcome.status === 201) room--;
+    if (rest.length) for (const [p, o] of await foldDebouncedRest(client, deps, tenant, queue, outcome.job.id, rest)) outcomes[p.index] = o;
   }
   fresh = fresh.filter((x) => !x.job.debounce);
 
@@ -247,7 +261,7 @@ async function createDebounced(
   const columns = sql.jobColumnsFromTemplate(p.job, queue);
   const window = await sql.lockDebounceWindow(client, queue.id, d.key);
   const folded = async (row: sql.JobRow): Promise<CreateOutcome> => {
-    if (p.key) await sql.holdDebouncedIdempotencyKey(client, { tenantId: tenant.id, key: p.key, jobId: row.id, requestHash: p.hash, ttlMs: deps.idempotencyTtlMs });
+    if (p.key) await sql.holdDebouncedIdempotencyKeys(client, { tenantId: tenant.id, jobId: row.id, keys: [{ key: p.key, requestHash: p.hash }], ttlMs: deps.idempotencyTtlMs });
     return { status: 200, job: jobView(row, queue.name), replayed: false, debouncedInto: row.id };
   };
   if (window && window.mode === d.mode) {
@@ -258,7 +272,7 @@ async function createDebounced(
     if (d.mode === "leading" && window.open) {
       const row = await sql.findJob(client, tenant.id, window.job_id);
       if (row) {
-        await sql.countDebouncedCreate(client, queue.id, d.key);
+        await sql.countDebouncedCreate(client, queue.id, d.key, 1);
         return folded(row);
       }
     }
@@ -294,6 +308,36 @@ async function createDebounced(
     maxWaitMs: d.maxWaitMs ?? null,
   });
   return { status: 201, job: jobView(row, queue.name), replayed: false };
+}
+
+/**
+ * The rest of a batch's items of one debounce window, after its first item made or found `jobId` (locked by
+ * this transaction): trailing items fold into it at once with the last item's target (the state a fold per
+ * item would leave), leading items are answered with it. Each is answered 200 with `debouncedInto`, and its
+ * Idempotency-Key, if any, is held on the job.
+ */
+async function foldDebouncedRest(
+  client: pg.PoolClient,
+  deps: JobServiceDeps,
+  tenant: ApiPrincipal["tenant"],
+  queue: sql.QueueDefaultsRow,
+  jobId: string,
+  rest: Prepared[],
+): Promise<[Prepared, CreateOutcome][]> {
+  const last = rest[rest.length - 1]!;
+  const d = last.job.debounce!;
+  const row =
+    d.mode === "trailing"
+      ? await sql.foldIntoDebouncedJob(client, { tenantId: tenant.id, queueId: queue.id, key: d.key, jobId, columns: sql.jobColumnsFromTemplate(last.job, queue), periodMs: d.periodMs, creates: rest.length })
+      : await sql.findJob(client, tenant.id, jobId);
+  if (!row) return rest.map((p) => [p, failure(new AppError("conflict", "The debounced job changed concurrently; retry the request."))]);
+  if (d.mode === "leading") await sql.countDebouncedCreate(client, queue.id, d.key, rest.length);
+  const keyed = rest.filter((p) => p.key);
+  if (keyed.length) {
+    await sql.holdDebouncedIdempotencyKeys(client, { tenantId: tenant.id, jobId: row.id, keys: keyed.map((p) => ({ key: p.key!, requestHash: p.hash })), ttlMs: deps.idempotencyTtlMs });
+  }
+  const job = jobView(row, queue.name);
+  return rest.map((p) => [p, { status: 200, job, replayed: false, debouncedInto: row.id }]);
 }
 
 /** A page of the tenant's jobs, newest first, with the listing's filters (GET /jobs). */
