@@ -18,11 +18,11 @@ const queueId = async (tenantId: string, name: string) => {
 };
 
 /** A rollup row as the scheduler writes it; `lag`: bucket index → count (14 buckets). */
-async function stat(tenantId: string, queue: string, minute: number, c: { shard?: number; dep?: string; succeeded?: number; dead?: number; cancelled?: number; expired?: number; lag?: Record<number, number> }) {
+async function stat(tenantId: string, queue: string, minute: number, c: { shard?: number; dep?: string; succeeded?: number; dead?: number; cancelled?: number; expired?: number; rateLimited?: number; lag?: Record<number, number> }) {
   const lag = Array.from({ length: 14 }, (_, i) => c.lag?.[i] ?? 0);
   await suite.h.prisma.$executeRawUnsafe(
-    `INSERT INTO job_minute_stats (shard, tenant_id, minute, queue_id, dependency_key, succeeded, dead, cancelled, expired, lag_buckets)
-     VALUES ($1, $2::uuid, $3, $4::uuid, $5, $6, $7, $8, $9, $10::int[])`,
+    `INSERT INTO job_minute_stats (shard, tenant_id, minute, queue_id, dependency_key, succeeded, dead, cancelled, expired, lag_buckets, rate_limited)
+     VALUES ($1, $2::uuid, $3, $4::uuid, $5, $6, $7, $8, $9, $10::int[], $11)`,
     c.shard ?? 0,
     tenantId,
     new Date(minute),
@@ -33,6 +33,7 @@ async function stat(tenantId: string, queue: string, minute: number, c: { shard?
     c.cancelled ?? 0,
     c.expired ?? 0,
     lag,
+    c.rateLimited ?? 0,
   );
 }
 
@@ -63,7 +64,7 @@ describe("GET /stats: the overview's time series from the per-minute rollups", (
     // Two minutes ago, two queues and two shards' rows of one queue: they add up.
     await stat(a.id, "default", current - 2 * MIN, { shard: 0, succeeded: 6, dead: 1, lag: { 0: 5, 3: 2 } });
     await stat(a.id, "default", current - 2 * MIN, { shard: 1, succeeded: 2, cancelled: 1, lag: { 13: 2 } });
-    await stat(a.id, "emails", current - 2 * MIN, { expired: 3 });
+    await stat(a.id, "emails", current - 2 * MIN, { expired: 3, rateLimited: 2 });
     await stat(a.id, "default", current, { succeeded: 1, lag: { 7: 1 } });
     // Outside the hour: only in the longer windows.
     await stat(a.id, "default", current - 120 * MIN, { succeeded: 50, lag: { 1: 50 } });
@@ -78,9 +79,9 @@ describe("GET /stats: the overview's time series from the per-minute rollups", (
     expect(s.bins).toHaveLength(60);
     expect(s.bins.map((x) => Date.parse(x.at))).toEqual(Array.from({ length: 60 }, (_, i) => current - (59 - i) * MIN));
     // 9 lags: 5 under 10 ms, 2 in [50, 100), 2 from 300 s up: p50 reads 10, p99 the last finite bound.
-    expect(s.bins[57]).toEqual({ at: new Date(current - 2 * MIN).toISOString(), succeeded: 8, dead: 1, cancelled: 1, expired: 3, lagP50Ms: 10, lagP99Ms: 300_000, dlq: 4 });
+    expect(s.bins[57]).toEqual({ at: new Date(current - 2 * MIN).toISOString(), succeeded: 8, dead: 1, cancelled: 1, expired: 3, rateLimited: 2, lagP50Ms: 10, lagP99Ms: 300_000, dlq: 4 });
     expect(s.bins[59]).toMatchObject({ succeeded: 1, lagP50Ms: 2_500, lagP99Ms: 2_500, dlq: null });
-    expect(s.bins[0]).toEqual({ at: s.from, succeeded: 0, dead: 0, cancelled: 0, expired: 0, lagP50Ms: null, lagP99Ms: null, dlq: null });
+    expect(s.bins[0]).toEqual({ at: s.from, succeeded: 0, dead: 0, cancelled: 0, expired: 0, rateLimited: 0, lagP50Ms: null, lagP99Ms: null, dlq: null });
     expect(s.bins.reduce((n, x) => n + x.succeeded, 0)).toBe(9);
     expect(s.queues.map((q) => q.queue)).toEqual(["default", "emails"]);
     expect(s.queues[0]!.points).toHaveLength(60);

@@ -39,6 +39,11 @@ export function createSchedulerMetrics(registry: Registry, labels: MetricLabels 
       help: "Attempts of keyed jobs whose lease expired, settled by the reaper: each frees its key's slot while the lost worker may still send its request, the one case where a key's concurrency can be exceeded",
       registers: [registry],
     }),
+    flowKeyDropped: new Counter({
+      name: "tick_flow_key_dropped_total",
+      help: "Due jobs ended rate_limited because their flow key was over its rate in a queue that drops (perKeyRateMode drop)",
+      registers: [registry],
+    }),
     flowKeyHeldJobs: new Gauge({
       name: "tick_flow_key_held_jobs",
       help: "Due jobs held by their flow key's limits across the deployment, by reason (key_paused, key_at_cap, key_over_rate)",

@@ -220,3 +220,47 @@ describe("the in-flight counts under faults, the metrics and the clean-up", () =
     expect([...(await inFlight(t.queueId)).keys()].sort()).toEqual(["capped", "paused"]);
   });
 });
+
+describe("a queue that drops what is over a key's rate", () => {
+  it("ends a key's due jobs beyond its tokens rate_limited with their webhook, keeps the held and the other keys' jobs", async () => {
+    const s = w.startScheduler("s");
+    await s.init();
+    await s.leaseTick();
+    const t = await w.createTenant();
+    await w.pool.query(`UPDATE queues SET per_key_rate_limit = 2, per_key_rate_period_ms = 60000, per_key_rate_mode = 'drop' WHERE id = $1`, [t.queueId]);
+    await w.pool.query(
+      `INSERT INTO webhook_endpoints (id, tenant_id, url, secret, events, enabled, updated_at) VALUES (gen_random_uuid(), $1, 'https://93.184.216.34/hooks', 'unused', ARRAY['job.rate_limited'], true, now())`,
+      [t.id],
+    );
+    await insertKeyed(t, "noisy", 5);
+    await insertKeyed(t, "quiet", 1);
+    await insertKeyed(t, "paused", 4);
+    await insertKeyed(t, "later", 3, { dueInMs: 3_600_000 });
+    await w.pool.query(`INSERT INTO flow_keys (queue_id, key, tenant_id, paused, overridden_at) VALUES ($1, 'paused', $2, true, now())`, [t.queueId, t.id]);
+    // A paused key whose bucket is empty too: held, never dropped.
+    await w.pool.query(`INSERT INTO flow_key_buckets (queue_id, key, tokens, tokens_at) VALUES ($1, 'paused', 0, now())`, [t.queueId]);
+
+    expect(await s.dispatchOnce()).toBe(3); // noisy's 2 tokens, quiet's 1
+    const byKey = await w.pool.query<{ flow_key: string; status: string; n: number }>(
+      `SELECT flow_key, status::text, count(*)::int AS n FROM jobs WHERE tenant_id = $1 GROUP BY 1, 2 ORDER BY 1, 2`,
+      [t.id],
+    );
+    expect(byKey.rows).toEqual([
+      { flow_key: "later", status: "scheduled", n: 3 },
+      { flow_key: "noisy", status: "dispatched", n: 2 },
+      { flow_key: "noisy", status: "rate_limited", n: 3 },
+      { flow_key: "paused", status: "scheduled", n: 4 },
+      { flow_key: "quiet", status: "dispatched", n: 1 },
+    ]);
+    const dropped = await w.pool.query<{ last_error: { kind: string }; finished_at: Date | null }>(`SELECT last_error, finished_at FROM jobs WHERE status = 'rate_limited'`);
+    expect(dropped.rows.every((r) => r.last_error.kind === "rate_limited" && r.finished_at !== null)).toBe(true);
+    const hooks = await w.pool.query<{ event: string; n: number }>(`SELECT event, count(*)::int AS n FROM webhook_deliveries WHERE tenant_id = $1 GROUP BY 1`, [t.id]);
+    expect(hooks.rows).toEqual([{ event: "job.rate_limited", n: 3 }]);
+    expect((await s.metrics.flowKeyDropped.get()).values[0]?.value).toBe(3);
+    // The same queue in delay mode keeps them waiting instead.
+    await w.pool.query(`UPDATE queues SET per_key_rate_mode = 'delay' WHERE id = $1`, [t.queueId]);
+    await insertKeyed(t, "noisy", 2);
+    expect(await s.dispatchOnce()).toBe(0);
+    expect((await w.pool.query(`SELECT 1 FROM jobs WHERE flow_key = 'noisy' AND status = 'scheduled'`)).rowCount).toBe(2);
+  });
+});

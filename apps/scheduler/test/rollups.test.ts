@@ -67,6 +67,7 @@ interface StatRow {
   dead: number;
   cancelled: number;
   expired: number;
+  rate_limited: number;
   lag_buckets: number[];
 }
 
@@ -75,6 +76,7 @@ async function rolledUp(world: World): Promise<Record<string, Omit<StatRow, "ten
   const { rows } = await world.pool.query<StatRow>(
     `SELECT tenant_id, to_char(minute AT TIME ZONE 'UTC', 'HH24:MI') AS minute, queue_id, dependency_key,
             sum(succeeded)::int AS succeeded, sum(dead)::int AS dead, sum(cancelled)::int AS cancelled, sum(expired)::int AS expired,
+            sum(rate_limited)::int AS rate_limited,
             ARRAY[${Array.from({ length: LAG_BUCKET_COUNT }, (_, i) => `sum(lag_buckets[${i + 1}])::int`).join(", ")}] AS lag_buckets
        FROM job_minute_stats GROUP BY 1, 2, 3, 4`,
   );
@@ -94,7 +96,7 @@ async function expectedFromJobs(world: World, since = "now() - interval '1 hour'
   );
   const out: Awaited<ReturnType<typeof rolledUp>> = {};
   for (const r of rows) {
-    const v = (out[r.key] ??= { succeeded: 0, dead: 0, cancelled: 0, expired: 0, lag_buckets: new Array<number>(LAG_BUCKET_COUNT).fill(0) });
+    const v = (out[r.key] ??= { succeeded: 0, dead: 0, cancelled: 0, expired: 0, rate_limited: 0, lag_buckets: new Array<number>(LAG_BUCKET_COUNT).fill(0) });
     v[r.status as "succeeded"]++;
     if (r.lag_ms !== null) v.lag_buckets[lagBucket(r.lag_ms)]!++;
   }
@@ -124,6 +126,7 @@ describe("per-minute rollups: every finished job counted once, before it leaves 
     await finishedJobs(world, a, { queueId: emails, status: "succeeded", count: 2, lagMs: 1_000, finishedAt: `${m} + interval '70 seconds'` });
     await finishedJobs(world, a, { queueId: emails, status: "cancelled", count: 1, lagMs: null, finishedAt: `${m} + interval '71 seconds'` });
     await finishedJobs(world, a, { queueId: emails, status: "expired", count: 1, lagMs: null, finishedAt: `${m} + interval '72 seconds'` });
+    await finishedJobs(world, a, { queueId: emails, status: "rate_limited", count: 2, lagMs: null, finishedAt: `${m} + interval '73 seconds'` });
     await finishedJobs(world, b, { status: "dead", count: 4, lagMs: 100, finishedAt: `${m} + interval '15 seconds'`, dependencyKey: "api.a" });
     // Finished within the settle margin (5 s): not counted yet.
     const [recent] = await finishedJobs(world, a, { status: "succeeded", count: 1, lagMs: 7, finishedAt: "now()" });
@@ -141,13 +144,13 @@ describe("per-minute rollups: every finished job counted once, before it leaves 
     const buckets = (entries: Record<number, number>) => Array.from({ length: LAG_BUCKET_COUNT }, (_, i) => entries[i] ?? 0);
     expect(await rolledUp(world)).toEqual({
       // 5 ms → [0, 10); 30 ms → [25, 50); 400 s → the open bucket from 300 s.
-      [`${a.id}|${m0}|${a.queueId}|api.a`]: { succeeded: 5, dead: 1, cancelled: 0, expired: 0, lag_buckets: buckets({ 0: 3, 2: 2, 13: 1 }) },
-      // 1,000 ms → [1000, 2500); cancelled and expired jobs have no lag. No dependency: ''.
-      [`${a.id}|${m1}|${emails}|`]: { succeeded: 2, dead: 0, cancelled: 1, expired: 1, lag_buckets: buckets({ 7: 2 }) },
-      [`${b.id}|${m0}|${b.queueId}|api.a`]: { succeeded: 0, dead: 4, cancelled: 0, expired: 0, lag_buckets: buckets({ 4: 4 }) },
+      [`${a.id}|${m0}|${a.queueId}|api.a`]: { succeeded: 5, dead: 1, cancelled: 0, expired: 0, rate_limited: 0, lag_buckets: buckets({ 0: 3, 2: 2, 13: 1 }) },
+      // 1,000 ms → [1000, 2500); cancelled, expired and rate-limited jobs have no lag. No dependency: ''.
+      [`${a.id}|${m1}|${emails}|`]: { succeeded: 2, dead: 0, cancelled: 1, expired: 1, rate_limited: 2, lag_buckets: buckets({ 7: 2 }) },
+      [`${b.id}|${m0}|${b.queueId}|api.a`]: { succeeded: 0, dead: 4, cancelled: 0, expired: 0, rate_limited: 0, lag_buckets: buckets({ 4: 4 }) },
     });
     const byTask = Object.fromEntries((await scheduler.metrics.maintenanceRows.get()).values.map((v) => [String(v.labels.task), v.value]));
-    expect(byTask.jobs_rolled_up).toBe(14);
+    expect(byTask.jobs_rolled_up).toBe(16);
 
     // Once past the margin, the recent job is counted, in its own minute, by a later round.
     await waitFor(

@@ -15,7 +15,10 @@ export const keyRateSchema = z
 /** A queue's limits for each of its flow keys (overrides per key win). */
 export const queueKeyLimits = {
   perKeyConcurrency: z.number().int().min(1).max(100_000).nullable().meta({ description: "Attempts in flight at once per flow key; null: no per-key cap" }),
-  perKeyRate: keyRateSchema.nullable().meta({ description: "Dispatches per period per flow key; null: no per-key rate. A key over its rate waits its turn (nothing is dropped)" }),
+  perKeyRate: keyRateSchema.nullable().meta({ description: "Dispatches per period per flow key; null: no per-key rate" }),
+  perKeyRateMode: z.enum(["delay", "drop"]).meta({
+    description: "What happens to a key's due jobs beyond its rate: delay (throttle: they wait for tokens, nothing is lost) or drop (rate limit: they end rate_limited, with a job.rate_limited webhook)",
+  }),
 };
 
 export const putFlowKeySchema = z

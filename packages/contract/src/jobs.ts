@@ -168,12 +168,14 @@ export const attemptSchema = z
   })
   .meta({ id: "Attempt" });
 
-export const jobWithAttemptsSchema = jobSchema
+export const jobWithAttemptsSchema = jobSchema.extend({ attempts: z.array(attemptSchema) }).meta({ id: "JobWithAttempts" });
+
+/** GET /jobs/{id}: the job, its attempts, and why it waits. */
+export const jobDetailSchema = jobWithAttemptsSchema
   .extend({
-    attempts: z.array(attemptSchema),
     waiting: waitingSchema.nullable().meta({ description: "Why the job is not running (scheduled or dispatched jobs); null once it runs or ends" }),
   })
-  .meta({ id: "JobWithAttempts" });
+  .meta({ id: "JobDetail" });
 
 /** A create's answer: the job, and for a create a debounce folded into an existing job, that job's ID. */
 export const createdJobSchema = jobSchema

@@ -35,6 +35,7 @@ export const createQueueSchema = z
     defaultTimeoutMs: queueSettings.defaultTimeoutMs.optional(),
     perKeyConcurrency: queueSettings.perKeyConcurrency.optional(),
     perKeyRate: queueSettings.perKeyRate.optional(),
+    perKeyRateMode: queueSettings.perKeyRateMode.optional(),
   })
   .meta({ id: "CreateQueue" });
 
@@ -47,6 +48,7 @@ export const updateQueueSchema = z
     defaultTimeoutMs: queueSettings.defaultTimeoutMs.optional(),
     perKeyConcurrency: queueSettings.perKeyConcurrency.optional(),
     perKeyRate: queueSettings.perKeyRate.optional(),
+    perKeyRateMode: queueSettings.perKeyRateMode.optional(),
   })
   .refine((u) => Object.keys(u).length > 0, "nothing to update")
   .meta({ id: "UpdateQueue" });

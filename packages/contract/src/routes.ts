@@ -10,7 +10,7 @@ import {
   dlqPageSchema,
   dlqQuerySchema,
   jobPageSchema,
-  jobWithAttemptsSchema,
+  jobDetailSchema,
   listJobsQuerySchema,
 } from "./jobs.js";
 import { apiKeySchema, createApiKeySchema, createdApiKeySchema } from "./keys.js";
@@ -140,7 +140,7 @@ export const routes = {
     summary: "Get a job with its attempts",
     scope: "jobs:read",
     params: idParams,
-    responses: { 200: { description: "The job", schema: jobWithAttemptsSchema } },
+    responses: { 200: { description: "The job", schema: jobDetailSchema } },
     errors: ["not_found", "validation_failed"],
   },
   exportJobs: {

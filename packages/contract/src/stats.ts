@@ -30,6 +30,7 @@ export const statsBinSchema = z
     dead: count("Jobs that went dead (to the DLQ) in the bin"),
     cancelled: count("Jobs cancelled in the bin"),
     expired: count("Jobs that expired in the bin"),
+    rateLimited: count("Jobs dropped by their flow key's rate in the bin"),
     lagP50Ms: z
       .number()
       .nullable()

@@ -24,7 +24,7 @@ export const rotateSecretSchema = z
   .meta({ id: "RotateSigningSecret" });
 
 /** Events an endpoint can subscribe to: a job's terminal outcomes. (`webhook.test` is sent by a test delivery only.) */
-export const WEBHOOK_EVENTS = ["job.succeeded", "job.dead", "job.expired", "job.cancelled"] as const;
+export const WEBHOOK_EVENTS = ["job.succeeded", "job.dead", "job.expired", "job.cancelled", "job.rate_limited"] as const;
 export const webhookEventSchema = z.enum(WEBHOOK_EVENTS);
 
 export const webhookEndpointSchema = z

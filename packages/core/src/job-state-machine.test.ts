@@ -18,30 +18,42 @@ const EXPECTED: Record<JobState, Record<JobEvent, string>> = {
   scheduled: {
     dispatch: "dispatched", start: "!not_allowed", succeed: "!not_allowed", retry: "!not_allowed",
     fail: "!not_allowed", cancel: "cancelled", expire: "expired", requeue: "!not_allowed", replay: "!not_allowed", abandon: "!not_allowed",
+    rate_limit: "rate_limited",
   },
   dispatched: {
     dispatch: "!not_allowed", start: "running", succeed: "!not_allowed", retry: "!not_allowed",
     fail: "!not_allowed", cancel: "cancelled", expire: "expired", requeue: "scheduled", replay: "!not_allowed", abandon: "!not_allowed",
+    rate_limit: "!not_allowed",
   },
   running: {
     dispatch: "!not_allowed", start: "!not_allowed", succeed: "succeeded", retry: "scheduled",
     fail: "dead", cancel: "!running", expire: "expired", requeue: "!not_allowed", replay: "!not_allowed", abandon: "cancelled",
+    rate_limit: "!not_allowed",
   },
   succeeded: {
     dispatch: "!terminal", start: "!terminal", succeed: "!terminal", retry: "!terminal",
     fail: "!terminal", cancel: "!terminal", expire: "!terminal", requeue: "!terminal", replay: "!terminal", abandon: "!terminal",
+    rate_limit: "!terminal",
   },
   dead: {
     dispatch: "!terminal", start: "!terminal", succeed: "!terminal", retry: "!terminal",
     fail: "!terminal", cancel: "!terminal", expire: "!terminal", requeue: "!terminal", replay: "scheduled", abandon: "!terminal",
+    rate_limit: "!terminal",
   },
   cancelled: {
     dispatch: "!terminal", start: "!terminal", succeed: "!terminal", retry: "!terminal",
     fail: "!terminal", cancel: "!terminal", expire: "!terminal", requeue: "!terminal", replay: "!terminal", abandon: "!terminal",
+    rate_limit: "!terminal",
   },
   expired: {
     dispatch: "!terminal", start: "!terminal", succeed: "!terminal", retry: "!terminal",
     fail: "!terminal", cancel: "!terminal", expire: "!terminal", requeue: "!terminal", replay: "!terminal", abandon: "!terminal",
+    rate_limit: "!terminal",
+  },
+  rate_limited: {
+    dispatch: "!terminal", start: "!terminal", succeed: "!terminal", retry: "!terminal",
+    fail: "!terminal", cancel: "!terminal", expire: "!terminal", requeue: "!terminal", replay: "!terminal", abandon: "!terminal",
+    rate_limit: "!terminal",
   },
 };
 
@@ -49,7 +61,7 @@ const pairs = JOB_STATES.flatMap((state) => JOB_EVENTS.map((event) => [state, ev
 
 describe("job transition table", () => {
   it("covers every (state, event) pair", () => {
-    expect(pairs).toHaveLength(70);
+    expect(pairs).toHaveLength(88);
     expect(Object.keys(TRANSITIONS).sort()).toEqual([...JOB_STATES].sort());
   });
 
@@ -68,7 +80,7 @@ describe("job transition table", () => {
 describe("isTerminal / isJobState", () => {
   it.each([
     ["scheduled", false], ["dispatched", false], ["running", false],
-    ["succeeded", true], ["dead", true], ["cancelled", true], ["expired", true],
+    ["succeeded", true], ["dead", true], ["cancelled", true], ["expired", true], ["rate_limited", true],
   ] as const)("%s terminal=%s", (state, terminal) => {
     expect(isTerminal(state)).toBe(terminal);
   });

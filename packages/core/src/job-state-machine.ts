@@ -3,13 +3,13 @@
  * agree on one table. Mirrors the `job_status` enum in prisma/schema.prisma.
  */
 
-export const JOB_STATES = ["scheduled", "dispatched", "running", "succeeded", "dead", "cancelled", "expired"] as const;
+export const JOB_STATES = ["scheduled", "dispatched", "running", "succeeded", "dead", "cancelled", "expired", "rate_limited"] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
 /** The state every job is created in, by the API, a schedule's occurrence or a batch. */
 export const INITIAL_JOB_STATE = "scheduled" satisfies JobState;
 
-export const TERMINAL_STATES: readonly JobState[] = ["succeeded", "dead", "cancelled", "expired"];
+export const TERMINAL_STATES: readonly JobState[] = ["succeeded", "dead", "cancelled", "expired", "rate_limited"];
 
 export function isTerminal(state: JobState): boolean {
   return TERMINAL_STATES.includes(state);
@@ -19,7 +19,7 @@ export function isJobState(value: unknown): value is JobState {
   return typeof value === "string" && (JOB_STATES as readonly string[]).includes(value);
 }
 
-export const JOB_EVENTS = ["dispatch", "start", "succeed", "retry", "fail", "cancel", "expire", "requeue", "replay", "abandon"] as const;
+export const JOB_EVENTS = ["dispatch", "start", "succeed", "retry", "fail", "cancel", "expire", "requeue", "replay", "abandon", "rate_limit"] as const;
 export type JobEvent = (typeof JOB_EVENTS)[number];
 
 /** Every pair not listed here is refused. */
@@ -28,6 +28,8 @@ export const TRANSITIONS: Readonly<Record<JobState, Readonly<Partial<Record<JobE
     dispatch: "dispatched",
     cancel: "cancelled",
     expire: "expired",
+    // Due beyond its flow key's rate in a queue that drops (perKeyRateMode "drop"): it never runs.
+    rate_limit: "rate_limited",
   },
   dispatched: {
     start: "running",
@@ -53,6 +55,7 @@ export const TRANSITIONS: Readonly<Record<JobState, Readonly<Partial<Record<JobE
   dead: { replay: "scheduled" },
   cancelled: {},
   expired: {},
+  rate_limited: {},
 };
 
 export type JobRefusalReason = "terminal" | "running" | "not_allowed";

@@ -139,9 +139,9 @@ describe("duplicated-constants", () => {
   });
 
   it.each([
-    ["an array of every state", 'export const ORDER = ["scheduled", "dispatched", "running", "succeeded", "dead", "cancelled", "expired"] as const; // violation'],
-    ["a union type of every state", 'type Status = "expired" | "scheduled" | "dispatched" | "running" | "succeeded" | "dead" | "cancelled"; // violation'],
-    ["the terminal states", 'const DONE = ["succeeded", "dead", "cancelled", "expired"]; // violation'],
+    ["an array of every state", 'export const ORDER = ["scheduled", "dispatched", "running", "succeeded", "dead", "cancelled", "expired", "rate_limited"] as const; // violation'],
+    ["a union type of every state", 'type Status = "expired" | "scheduled" | "dispatched" | "running" | "succeeded" | "dead" | "cancelled" | "rate_limited"; // violation'],
+    ["the terminal states", 'const DONE = ["succeeded", "dead", "cancelled", "expired", "rate_limited"]; // violation'],
   ])("reports a copy of the job states: %s", (_, line) => {
     const planted = file("apps/console/src/server/services/overview.ts", 'import { sql } from "@tick/db";', line);
     expect(places(findDuplicatedConstants([planted], jobStates))).toEqual([marked(planted)]);
@@ -149,7 +149,7 @@ describe("duplicated-constants", () => {
 
   it("allows core's own list, a subset of the states, and Next.js segment config in every route", () => {
     const files = [
-      file(jobStates.file, 'export const JOB_STATES = ["scheduled", "dispatched", "running", "succeeded", "dead", "cancelled", "expired"] as const;'),
+      file(jobStates.file, 'export const JOB_STATES = ["scheduled", "dispatched", "running", "succeeded", "dead", "cancelled", "expired", "rate_limited"] as const;'),
       file("apps/console/src/app/a/route.ts", 'export const dynamic = "force-dynamic";', 'const live = ["scheduled", "dispatched", "running"];'),
       file("apps/console/src/app/b/route.ts", 'export const dynamic = "force-dynamic";'),
       queues,

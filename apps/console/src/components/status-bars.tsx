@@ -6,6 +6,7 @@ const COLORS: Record<string, string> = {
   dead: "bg-rose-500",
   cancelled: "bg-slate-400",
   expired: "bg-amber-500",
+  rate_limited: "bg-orange-500",
 };
 
 /** Horizontal bars of job counts per status, scaled to the largest. */

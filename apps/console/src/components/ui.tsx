@@ -111,6 +111,7 @@ const STATUS_STYLE: Record<string, string> = {
   cancelled: "bg-slate-200 text-slate-800",
   discarded: "bg-slate-200 text-slate-800",
   expired: "bg-amber-100 text-amber-900",
+  rate_limited: "bg-orange-100 text-orange-900",
   paused: "bg-amber-100 text-amber-900",
   active: "bg-emerald-100 text-emerald-900",
   pending: "bg-sky-100 text-sky-900",

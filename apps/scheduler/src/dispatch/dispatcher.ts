@@ -34,6 +34,9 @@ export interface DispatchRound {
   perTenant: Map<string, number>;
 }
 
+/** Most jobs a round ends per tenant for being over their flow key's rate (the rest go in the next rounds). */
+const DROP_BATCH = 1_000;
+
 /** Rank units per unstarted attempt of a weight-1 tenant (ranks are integers; weights may be fractional). */
 const RANK_UNIT = 1_000;
 /** BullMQ's largest priority; ranks are capped there. */
@@ -79,7 +82,7 @@ export class Dispatcher {
     const { tenants: due, mode, generations } = await this.dueSource.find(lease.shard);
     if (due.length === 0) return round;
     // The broker-side backlog, and which due tenants have a rate-limited queue (their claim keeps its rate windows).
-    const { queued, rated, keyed } = await sql.roundFacts(this.pool, lease.shard, due.map((t) => t.tenant_id));
+    const { queued, rated, keyed, dropping } = await sql.roundFacts(this.pool, lease.shard, due.map((t) => t.tenant_id));
     let budget = Math.min(this.config.batch, this.config.maxQueuedPerShard - queued.total, this.rate.available());
     if (budget <= 0) {
       this.metrics.dispatchThrottled.inc({ reason: this.config.maxQueuedPerShard - queued.total <= 0 ? "queue_full" : "rate" });
@@ -96,6 +99,8 @@ export class Dispatcher {
     const chunkSize = Math.max(1, this.config.chunkSize);
     const chunks: sql.ClaimChunks = { ids: Array.from({ length: Math.ceil(budget / chunkSize) }, () => randomUUID()), size: chunkSize, offset: 0 };
     const claimedRows: sql.ClaimedJob[] = [];
+    let droppedJobs = 0;
+    let moreToDrop = false;
 
     const result = await withShardFence(
       this.pool,
@@ -135,6 +140,12 @@ export class Dispatcher {
             room.set(tenantId, claimed.length < n ? 0 : room.get(tenantId)! - claimed.length);
           }
         }
+        // Keys over their rate in queues that drop: their due jobs end rate_limited, after the claims spent the buckets.
+        for (const tenantId of dropping) {
+          const dropped = await sql.dropRateLimitedJobs(client, lease.shard, tenantId, DROP_BATCH);
+          droppedJobs += dropped.length;
+          if (dropped.length >= DROP_BATCH) moreToDrop = true;
+        }
         this.faults.hit("dispatch.before-commit");
       },
       (stale) => {
@@ -144,6 +155,7 @@ export class Dispatcher {
     );
     if (!result.ok) return { ...round, claimed: 0, leaseHeld: false, perTenant: new Map() };
     this.faults.hit("dispatch.after-commit");
+    if (droppedJobs > 0) this.metrics.flowKeyDropped.inc(droppedJobs);
     await this.publish(lease, claimedRows, queued.byTenant, weights);
     // Tenants that ran out of due work get their next due time in the index.
     if (mode === "index") {
@@ -154,7 +166,7 @@ export class Dispatcher {
     this.rate.take(round.claimed);
     const shard = String(lease.shard);
     for (const [tenantId, n] of round.perTenant) if (n > 0) this.metrics.dispatched.inc({ shard, tenant: this.metrics.labels.tenant(tenantId, n) }, n);
-    round.more = round.claimed > 0 && round.claimed >= initialBudget;
+    round.more = (round.claimed > 0 && round.claimed >= initialBudget) || moreToDrop;
     return round;
   }
 

@@ -388,7 +388,8 @@ export function advanceKeyCursors(cursors: Record<string, string>, claimed: read
  * What a dispatch round reads before its transaction, in one statement: the dispatched attempts of the shard
  * not yet started by a worker, per tenant (the broker-side backlog, for backpressure and each tenant's fair
  * rank), which of the round's tenants have a rate-limited queue that is not paused (claimDueJobs' `rated`), and
- * which have a queue with keyed jobs (`keyed`). Read before the claim, these may be a round old: a queue given a
+ * which have a queue with keyed jobs (`keyed`), and which have one that drops a key's jobs beyond its rate
+ * (`dropping`: the round ends those after its claims, sql.dropRateLimitedJobs). Read before the claim, these may be a round old: a queue given a
  * rate meanwhile is held for a round by the claim without rate windows (it reads only queues without a rate),
  * never over its rate; a queue's first keyed jobs wait a round for the key scan.
  */
@@ -396,21 +397,25 @@ export async function roundFacts(
   db: Queryable,
   shard: number,
   tenantIds: readonly string[],
-): Promise<{ queued: { total: number; byTenant: Map<string, number> }; rated: Set<string>; keyed: Set<string> }> {
-  const { rows } = await db.query<{ kind: "queued" | "rated" | "keyed"; tenant_id: string; n: number }>(
+): Promise<{ queued: { total: number; byTenant: Map<string, number> }; rated: Set<string>; keyed: Set<string>; dropping: Set<string> }> {
+  const { rows } = await db.query<{ kind: "queued" | "rated" | "keyed" | "dropping"; tenant_id: string; n: number }>(
     `SELECT 'queued' AS kind, tenant_id, count(*)::int AS n FROM jobs WHERE shard = $1 AND status = 'dispatched' GROUP BY tenant_id
      UNION ALL
      SELECT DISTINCT 'rated', tenant_id, 0 FROM queues WHERE tenant_id = ANY($2::uuid[]) AND rate_per_second IS NOT NULL AND NOT paused
      UNION ALL
-     SELECT DISTINCT 'keyed', tenant_id, 0 FROM queues WHERE tenant_id = ANY($2::uuid[]) AND flow_keyed AND NOT paused`,
+     SELECT DISTINCT 'keyed', tenant_id, 0 FROM queues WHERE tenant_id = ANY($2::uuid[]) AND flow_keyed AND NOT paused
+     UNION ALL
+     SELECT DISTINCT 'dropping', tenant_id, 0 FROM queues
+      WHERE tenant_id = ANY($2::uuid[]) AND flow_keyed AND NOT paused AND per_key_rate_mode = 'drop' AND per_key_rate_limit IS NOT NULL`,
     [shard, tenantIds],
   );
   const queued = rows.filter((r) => r.kind === "queued");
-  const tenantsOf = (kind: "rated" | "keyed") => new Set(rows.filter((r) => r.kind === kind).map((r) => r.tenant_id));
+  const tenantsOf = (kind: "rated" | "keyed" | "dropping") => new Set(rows.filter((r) => r.kind === kind).map((r) => r.tenant_id));
   return {
     queued: { total: queued.reduce((sum, r) => sum + r.n, 0), byTenant: new Map(queued.map((r) => [r.tenant_id, r.n])) },
     rated: tenantsOf("rated"),
     keyed: tenantsOf("keyed"),
+    dropping: tenantsOf("dropping"),
   };
 }
 

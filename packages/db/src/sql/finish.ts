@@ -6,8 +6,9 @@
 // terminal jobs.status write outside this file, or on one here that does not go through endingStatement.
 //
 // The ends: an attempt completed by its worker (completeAttempts), an attempt whose lease ran out, settled by
-// the reaper (settleExpiredLeases), a job past its deadline before it started (expireOverdueJobs), and a job
-// cancelled before it started (cancelJobBeforeStart). A running job's cancel is recorded (requestCancelOfRunningJob)
+// the reaper (settleExpiredLeases), a job past its deadline before it started (expireOverdueJobs), a job
+// cancelled before it started (cancelJobBeforeStart), and a job dropped by its flow key's rate
+// (dropRateLimitedJobs). A running job's cancel is recorded (requestCancelOfRunningJob)
 // and takes effect through its attempt's end.
 import { TERMINAL_STATES, type AttemptOutcome, type JobEvent, type JobState } from "@tick/core";
 import { DECISION_EVENT, JOB_STATUS_WRITES, stateLiteral, statusIn } from "./job-status-writes.js";
@@ -306,4 +307,48 @@ export async function cancelJobBeforeStart(db: Queryable, tenantId: string, jobI
     [tenantId, jobId],
   );
   return rows[0] ?? null;
+}
+
+// ---- A job dropped by its flow key's rate ----
+
+/**
+ * The due jobs of a tenant's queues that drop (perKeyRateMode "drop") whose flow key has no whole token left
+ * (its bucket, spent by the claim that ran just before in the same transaction): scheduled → rate_limited
+ * (version + 1), with the completion webhooks. A paused key's jobs are held, not dropped; a key with tokens
+ * left keeps its jobs for the next claim. Bounded per call. Reads only keys with a bucket.
+ */
+export async function dropRateLimitedJobs(db: Queryable, shard: number, tenantId: string, limit: number): Promise<{ id: string; queue_id: string; flow_key: string }[]> {
+  const drop = JOB_STATUS_WRITES.dropRateLimitedJobs;
+  const { rows } = await db.query<{ id: string; queue_id: string; flow_key: string }>(
+    endingStatement(
+      `empty AS (
+       SELECT b.queue_id, b.key FROM flow_key_buckets b
+         JOIN queues q ON q.id = b.queue_id AND q.tenant_id = $2 AND q.per_key_rate_mode = 'drop' AND NOT q.paused
+         LEFT JOIN flow_keys fk ON fk.queue_id = b.queue_id AND fk.key = b.key
+        WHERE NOT coalesce(fk.paused, false)
+          AND coalesce(fk.rate_limit, q.per_key_rate_limit) IS NOT NULL
+          AND least(coalesce(fk.rate_limit, q.per_key_rate_limit)::float8,
+                    b.tokens + extract(epoch FROM now() - b.tokens_at)::float8 * 1000.0 * coalesce(fk.rate_limit, q.per_key_rate_limit)
+                      / nullif(CASE WHEN fk.rate_limit IS NOT NULL THEN fk.rate_period_ms ELSE q.per_key_rate_period_ms END, 0)) < 1
+     ), due AS (
+       SELECT j.id FROM empty e CROSS JOIN LATERAL (
+         SELECT j.id FROM jobs j
+          WHERE j.queue_id = e.queue_id AND j.flow_key = e.key AND j.flow_key IS NOT NULL AND ${statusIn("j.status", drop.from)}
+            AND j.due_at <= now() AND j.shard = $1 AND j.tenant_id = $2
+          LIMIT $3
+       ) j
+       LIMIT $3
+     ), locked AS (
+       SELECT j.id FROM jobs j JOIN due d ON d.id = j.id WHERE ${statusIn("j.status", drop.from)} FOR UPDATE OF j SKIP LOCKED
+     ), ended AS (
+       UPDATE jobs j SET status = ${stateLiteral(drop.to.rate_limit)}, version = j.version + 1, finished_at = now(), updated_at = now(),
+              last_error = jsonb_build_object('kind', 'rate_limited', 'message', 'its flow key was over its rate and its queue drops what is over')
+         FROM locked l WHERE j.id = l.id AND ${statusIn("j.status", drop.from)}
+        RETURNING ${endedColumns("j")}, j.flow_key
+     )`,
+      `SELECT id, queue_id, flow_key FROM ended`,
+    ),
+    [shard, tenantId, limit],
+  );
+  return rows;
 }

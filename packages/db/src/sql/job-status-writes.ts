@@ -22,6 +22,7 @@ export const JOB_STATUS_WRITES = {
   completeAttempt: { from: ["running"], to: { succeed: "succeeded", retry: "scheduled", fail: "dead", expire: "expired", abandon: "cancelled" } },
   settleExpiredLease: { from: ["running"], to: { retry: "scheduled", fail: "dead", expire: "expired", abandon: "cancelled" } },
   releaseReplayJobs: { from: ["dead"], to: { replay: "scheduled" } },
+  dropRateLimitedJobs: { from: ["scheduled"], to: { rate_limit: "rate_limited" } },
 } as const satisfies Record<string, JobStatusWrite>;
 
 /** The event an attempt's decision performs on its job (completeAttempt, settleExpiredLease in finish.ts). */

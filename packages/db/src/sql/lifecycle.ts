@@ -25,7 +25,7 @@ export async function lockArchivableJobs(db: Queryable, shard: number, graceMs: 
   const { rows } = await db.query<{ id: string; day: string }>(
     `WITH done AS (
        SELECT j.id, j.finished_at FROM jobs j
-        WHERE j.shard = $1 AND j.status IN ('succeeded', 'cancelled', 'expired')
+        WHERE j.shard = $1 AND j.status IN ('succeeded', 'cancelled', 'expired', 'rate_limited')
           AND j.finished_at < now() - make_interval(secs => $2 / 1000.0) AND ${ROLLED_UP("$1")} AND ${NOT_HELD_BY_A_REPLAY}
         ORDER BY j.finished_at LIMIT $3 FOR UPDATE OF j SKIP LOCKED
      ), dead AS (
@@ -52,7 +52,7 @@ export function shardsToArchive(db: Queryable, holder: string, leases: readonly 
     db,
     holder,
     leases,
-    `EXISTS (SELECT 1 FROM jobs j WHERE j.shard = s.shard AND j.status IN ('succeeded', 'cancelled', 'expired')
+    `EXISTS (SELECT 1 FROM jobs j WHERE j.shard = s.shard AND j.status IN ('succeeded', 'cancelled', 'expired', 'rate_limited')
               AND j.finished_at < now() - make_interval(secs => $4 / 1000.0) AND ${ROLLED_UP("s.shard")})
      OR EXISTS (SELECT 1 FROM jobs j JOIN tenants t ON t.id = j.tenant_id
               WHERE j.shard = s.shard AND j.status = 'dead' AND j.finished_at < now() - make_interval(days => 1)
@@ -116,7 +116,7 @@ export async function moveJobsToHistory(db: Queryable, jobIds: string[]): Promis
   const { rows } = await db.query<{ jobs: number; attempts: number }>(
     `WITH moved AS (
        DELETE FROM jobs WHERE id = ANY($1::uuid[]) AND finished_at IS NOT NULL
-         AND status IN ('succeeded', 'cancelled', 'expired', 'dead')
+         AND status IN ('succeeded', 'cancelled', 'expired', 'rate_limited', 'dead')
        RETURNING *
      ), moved_attempts AS (
        DELETE FROM attempts a USING moved m WHERE a.job_id = m.id RETURNING a.*, m.finished_at AS job_finished_at
@@ -220,7 +220,7 @@ export async function pruneWebhookDeliveries(db: Queryable, maxDays: number, bat
 /** Rows waiting for the maintenance loop, counted up to `cap` each (a gauge, cheap however large). */
 export async function maintenanceBacklog(db: Queryable, graceMs: number, cap: number): Promise<{ archivable: number; publishedOutbox: number }> {
   const { rows } = await db.query<{ archivable: number; published_outbox: number }>(
-    `SELECT (SELECT count(*) FROM (SELECT 1 FROM jobs WHERE status IN ('succeeded', 'cancelled', 'expired')
+    `SELECT (SELECT count(*) FROM (SELECT 1 FROM jobs WHERE status IN ('succeeded', 'cancelled', 'expired', 'rate_limited')
                                      AND finished_at < now() - make_interval(secs => $1 / 1000.0) LIMIT $2) a)::int AS archivable,
             (SELECT count(*) FROM (SELECT 1 FROM outbox WHERE published_at < now() - make_interval(secs => $1 / 1000.0) LIMIT $2) o)::int AS published_outbox`,
     [graceMs, cap],
@@ -236,7 +236,7 @@ export async function listFinishedJobs(
 ): Promise<JobRow[]> {
   const { rows } = await db.query<JobRow>(
     `SELECT j.*, q.name AS queue_name FROM ${JOBS_ALL} j JOIN queues q ON q.id = j.queue_id
-      WHERE j.tenant_id = $1 AND j.status IN ('succeeded', 'cancelled', 'expired', 'dead')
+      WHERE j.tenant_id = $1 AND j.status IN ('succeeded', 'cancelled', 'expired', 'rate_limited', 'dead')
         AND j.finished_at >= COALESCE($2::timestamptz, '-infinity') AND j.finished_at < $3
         AND ($4::timestamptz IS NULL OR (j.finished_at, j.id) > ($4, $5::uuid))
       ORDER BY j.finished_at, j.id

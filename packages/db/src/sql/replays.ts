@@ -286,7 +286,7 @@ export async function tallyReplay(db: Queryable, replayId: string): Promise<Repl
        UPDATE dlq_replay_items i SET outcome = j.status::text, settled_at = now()
          FROM jobs j
         WHERE i.replay_id = $1 AND i.released_at IS NOT NULL AND i.outcome IS NULL AND j.id = i.job_id
-          AND (j.status IN ('succeeded', 'dead', 'expired', 'cancelled') OR j.replay_id IS DISTINCT FROM $1)
+          AND (j.status IN ('succeeded', 'dead', 'expired', 'cancelled', 'rate_limited') OR j.replay_id IS DISTINCT FROM $1)
         RETURNING i.outcome
      ), counts AS (
        SELECT count(*) FILTER (WHERE outcome = 'succeeded')::int AS succeeded,

@@ -15,7 +15,7 @@ export const ROLLUP_SETTLE_MS = 5_000;
 
 const FINISHED_BY_INDEX = [
   // Each select matches one partial index on (shard, finished_at): jobs_finished_idx, jobs_dead_age_idx.
-  `j.status IN ('succeeded', 'cancelled', 'expired')`,
+  `j.status IN ('succeeded', 'cancelled', 'expired', 'rate_limited')`,
   `j.status = 'dead'`,
 ];
 
@@ -97,16 +97,18 @@ export async function rollUpFinishedJobs(db: Queryable, shard: number, through: 
               COALESCE(dependency_key, '') AS dependency_key,
               count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded, count(*) FILTER (WHERE status = 'dead')::int AS dead,
               count(*) FILTER (WHERE status = 'cancelled')::int AS cancelled, count(*) FILTER (WHERE status = 'expired')::int AS expired,
+              count(*) FILTER (WHERE status = 'rate_limited')::int AS rate_limited,
               ${LAG_HISTOGRAM} AS lag_buckets
          FROM lagged GROUP BY 1, 2, 3, 4
      ), written AS (
        -- In key order, so two writers (a stale leader's last round, say) lock rows in one order.
-       INSERT INTO job_minute_stats AS s (shard, tenant_id, minute, queue_id, dependency_key, succeeded, dead, cancelled, expired, lag_buckets)
-       SELECT $1, tenant_id, minute, queue_id, dependency_key, succeeded, dead, cancelled, expired, lag_buckets
+       INSERT INTO job_minute_stats AS s (shard, tenant_id, minute, queue_id, dependency_key, succeeded, dead, cancelled, expired, rate_limited, lag_buckets)
+       SELECT $1, tenant_id, minute, queue_id, dependency_key, succeeded, dead, cancelled, expired, rate_limited, lag_buckets
          FROM grouped ORDER BY tenant_id, minute, queue_id, dependency_key
        ON CONFLICT (tenant_id, minute, queue_id, dependency_key, shard) DO UPDATE SET
               succeeded = s.succeeded + EXCLUDED.succeeded, dead = s.dead + EXCLUDED.dead,
               cancelled = s.cancelled + EXCLUDED.cancelled, expired = s.expired + EXCLUDED.expired,
+              rate_limited = s.rate_limited + EXCLUDED.rate_limited,
               lag_buckets = ARRAY(SELECT COALESCE(o, 0) + COALESCE(n, 0)
                                     FROM unnest(s.lag_buckets, EXCLUDED.lag_buckets) WITH ORDINALITY AS u(o, n, i) ORDER BY i)
        RETURNING 1
@@ -207,6 +209,7 @@ export interface JobStatsBinRow {
   dead: number;
   cancelled: number;
   expired: number;
+  rate_limited: number;
   /** The merged lag histogram of the bin (LAG_BUCKET_BOUNDS_MS). */
   lag_buckets: number[];
 }
@@ -216,7 +219,7 @@ export async function jobStatsByBin(db: Queryable, tenantId: string, from: Date,
   const merged = `ARRAY[${range(LAG_BUCKET_COUNT).map((i) => `COALESCE(sum(lag_buckets[${i + 1}]), 0)`).join(", ")}]::int[]`;
   const { rows } = await db.query<JobStatsBinRow>(
     `SELECT ${BIN} AS bin, sum(succeeded)::int AS succeeded, sum(dead)::int AS dead, sum(cancelled)::int AS cancelled,
-            sum(expired)::int AS expired, ${merged} AS lag_buckets
+            sum(expired)::int AS expired, sum(rate_limited)::int AS rate_limited, ${merged} AS lag_buckets
        FROM job_minute_stats WHERE tenant_id = $1 AND minute >= $2 AND minute < $3
       GROUP BY 1 ORDER BY 1`,
     [tenantId, from, to, binSeconds],
@@ -235,7 +238,7 @@ export interface DependencyStatsBinRow {
 export async function topDependencyStatsByBin(db: Queryable, tenantId: string, from: Date, to: Date, binSeconds: number, limit: number): Promise<DependencyStatsBinRow[]> {
   const { rows } = await db.query<DependencyStatsBinRow>(
     `WITH w AS (
-       SELECT ${BIN} AS bin, dependency_key, succeeded + dead + cancelled + expired AS finished, dead
+       SELECT ${BIN} AS bin, dependency_key, succeeded + dead + cancelled + expired + rate_limited AS finished, dead
          FROM job_minute_stats WHERE tenant_id = $1 AND minute >= $2 AND minute < $3 AND dependency_key <> ''
      ), top AS (
        SELECT dependency_key, sum(finished) AS total FROM w GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $5

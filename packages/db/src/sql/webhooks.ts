@@ -4,7 +4,7 @@
 import type { Queryable } from "./types.js";
 
 /** The event a completion webhook announces (not core's JobEvent, which names a state-machine transition). */
-export type WebhookEventType = "job.succeeded" | "job.dead" | "job.expired" | "job.cancelled";
+export type WebhookEventType = "job.succeeded" | "job.dead" | "job.expired" | "job.cancelled" | "job.rate_limited";
 
 /** The completion webhook's event of each terminal job state (finish.ts refuses to load if one lacks an event). */
 export const EVENT_FOR_STATUS: Readonly<Record<string, WebhookEventType | undefined>> = {
@@ -12,6 +12,7 @@ export const EVENT_FOR_STATUS: Readonly<Record<string, WebhookEventType | undefi
   dead: "job.dead",
   expired: "job.expired",
   cancelled: "job.cancelled",
+  rate_limited: "job.rate_limited",
 };
 
 export interface DeliveryToSend {

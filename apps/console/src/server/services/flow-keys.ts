@@ -10,9 +10,9 @@ import { decideWaiting } from "./waiting";
 type Deps = Pick<TenantServiceDeps, "pool">;
 
 async function queueIdOf(deps: Deps, tenantId: string, name: string): Promise<string> {
-  const { rows } = await deps.pool.query<{ id: string }>(`SELECT id FROM queues WHERE tenant_id = $1 AND name = $2`, [tenantId, name]);
-  if (!rows[0]) throw new AppError("not_found", `No queue named "${name}".`);
-  return rows[0].id;
+  const [queue] = await sql.findQueuesByName(deps.pool, tenantId, [name]);
+  if (!queue) throw new AppError("not_found", `No queue named "${name}".`);
+  return queue.id;
 }
 
 function flowKeyView(queue: string, r: sql.FlowKeyRow): FlowKeyView {

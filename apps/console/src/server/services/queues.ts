@@ -57,9 +57,10 @@ export async function createQueue({ prisma }: TenantServiceDeps, principal: ApiP
 type QueueChange = z.output<typeof updateQueueSchema> | { paused: boolean };
 
 /** The queue columns of the API's per-key limits (perKeyRate is two columns); absent fields are left out. */
-function keyLimitColumns(input: Pick<z.output<typeof updateQueueSchema>, "perKeyConcurrency" | "perKeyRate">) {
+function keyLimitColumns(input: Pick<z.output<typeof updateQueueSchema>, "perKeyConcurrency" | "perKeyRate" | "perKeyRateMode">) {
   return {
     ...(input.perKeyConcurrency !== undefined ? { perKeyConcurrency: input.perKeyConcurrency } : {}),
+    ...(input.perKeyRateMode !== undefined ? { perKeyRateMode: input.perKeyRateMode } : {}),
     ...(input.perKeyRate !== undefined ? { perKeyRateLimit: input.perKeyRate?.limit ?? null, perKeyRatePeriodMs: input.perKeyRate?.periodMs ?? null } : {}),
   };
 }
@@ -70,8 +71,8 @@ export async function updateQueue({ prisma }: TenantServiceDeps, principal: ApiP
   return prismaTransaction(prisma, async (tx) => {
     const current = await tx.queue.findUnique({ where: { tenantId_name: { tenantId, name } } });
     if (!current) throw new AppError("not_found", `No queue named "${name}".`);
-    const { perKeyConcurrency, perKeyRate, ...rest } = change as z.output<typeof updateQueueSchema>;
-    const data = { ...Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)), ...keyLimitColumns({ perKeyConcurrency, perKeyRate }) };
+    const { perKeyConcurrency, perKeyRate, perKeyRateMode, ...rest } = change as z.output<typeof updateQueueSchema>;
+    const data = { ...Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)), ...keyLimitColumns({ perKeyConcurrency, perKeyRate, perKeyRateMode }) };
     const { count } = await tx.queue.updateMany({
       where: { id: current.id, version: current.version },
       data: { ...data, version: { increment: 1 } },

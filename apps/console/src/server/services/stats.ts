@@ -42,6 +42,7 @@ export async function getStats(deps: Deps, tenantId: string, window: StatsWindow
       dead: r?.dead ?? 0,
       cancelled: r?.cancelled ?? 0,
       expired: r?.expired ?? 0,
+      rateLimited: r?.rate_limited ?? 0,
       lagP50Ms: r ? lagPercentileMs(r.lag_buckets, 0.5) : null,
       lagP99Ms: r ? lagPercentileMs(r.lag_buckets, 0.99) : null,
       dlq: dlqAt.get(i) ?? null,

@@ -65,6 +65,7 @@ interface QueueRecord {
   perKeyConcurrency: number | null;
   perKeyRateLimit: number | null;
   perKeyRatePeriodMs: number | null;
+  perKeyRateMode: string;
   version: number;
   createdAt: Date;
   updatedAt: Date;
@@ -81,6 +82,7 @@ export function queueView(q: QueueRecord): Queue {
     defaultTimeoutMs: q.defaultTimeoutMs,
     perKeyConcurrency: q.perKeyConcurrency,
     perKeyRate: q.perKeyRateLimit !== null && q.perKeyRatePeriodMs !== null ? { limit: q.perKeyRateLimit, periodMs: q.perKeyRatePeriodMs } : null,
+    perKeyRateMode: q.perKeyRateMode === "drop" ? "drop" : "delay",
     version: q.version,
     createdAt: q.createdAt.toISOString(),
     updatedAt: q.updatedAt.toISOString(),
