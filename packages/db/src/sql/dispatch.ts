@@ -135,9 +135,11 @@ function keyedCandidates(dueOfKey: (queue: string, key: string) => string, due: 
        SELECT ks.*, least(ks.room, ks.weight * ceil(kq.room::numeric / greatest(1, count(*) FILTER (WHERE ks.room > 0) OVER (PARTITION BY ks.queue_id))))::int AS take
          FROM kstate ks JOIN kq ON kq.queue_id = ks.queue_id
      ), key_first AS (
-       SELECT ks.queue_id, ks.k, ks.n, ks.weight, ks.room, ks.take, c.id, c.priority, c.due_at, c.rn
+       -- Numbered outside the LATERAL: a window function inside it reads on past the LIMIT (10,001 rows a key).
+       SELECT ks.queue_id, ks.k, ks.n, ks.weight, ks.room, ks.take, c.id, c.priority, c.due_at,
+              row_number() OVER (PARTITION BY ks.queue_id, ks.k ORDER BY c.priority DESC, c.due_at) AS rn
          FROM kshare ks CROSS JOIN LATERAL (
-           SELECT j.id, j.priority, j.due_at, row_number() OVER (ORDER BY j.priority DESC, j.due_at) AS rn FROM jobs j
+           SELECT j.id, j.priority, j.due_at FROM jobs j
             WHERE ${dueOfKey("ks.queue_id", "ks.k")}
             ORDER BY j.priority DESC, j.due_at
             LIMIT ks.take
@@ -146,20 +148,22 @@ function keyedCandidates(dueOfKey: (queue: string, key: string) => string, due: 
      ), key_more AS (
        -- The room the first turns left (keys with fewer due jobs than their share) goes to the keys that
        -- gave their whole share, each up to that much more, in later turns.
-       SELECT f.queue_id, f.k, f.n, f.weight, c.id, c.priority, c.due_at, f.take + c.rn AS rn
+       SELECT f.queue_id, f.k, f.n, f.weight, c.id, c.priority, c.due_at,
+              f.take + row_number() OVER (PARTITION BY f.queue_id, f.k ORDER BY c.priority DESC, c.due_at) AS rn
          FROM (SELECT queue_id, k, n, weight, room, take FROM key_first GROUP BY queue_id, k, n, weight, room, take HAVING count(*) = take) f
          JOIN (SELECT kq.queue_id, kq.room - (SELECT count(*) FROM key_first x WHERE x.queue_id = kq.queue_id) AS left_over FROM kq) lo
            ON lo.queue_id = f.queue_id AND lo.left_over > 0 AND f.room > f.take
          CROSS JOIN LATERAL (
-           SELECT j.id, j.priority, j.due_at, row_number() OVER (ORDER BY j.priority DESC, j.due_at) AS rn FROM jobs j
+           SELECT j.id, j.priority, j.due_at FROM jobs j
             WHERE ${dueOfKey("f.queue_id", "f.k")}
             ORDER BY j.priority DESC, j.due_at
             OFFSET f.take LIMIT least(f.room - f.take, lo.left_over)
          ) c
      ), offered AS (
-       SELECT r.queue_id, c.id, c.priority, c.due_at, CASE WHEN r.keyed THEN c.rn ELSE 1 END AS turn, 0 AS visit
+       SELECT r.queue_id, c.id, c.priority, c.due_at,
+              CASE WHEN r.keyed THEN row_number() OVER (PARTITION BY r.queue_id ORDER BY c.priority DESC, c.due_at) ELSE 1 END AS turn, 0 AS visit
          FROM room r CROSS JOIN LATERAL (
-           SELECT j.id, j.priority, j.due_at, row_number() OVER (ORDER BY j.priority DESC, j.due_at) AS rn FROM jobs j
+           SELECT j.id, j.priority, j.due_at FROM jobs j
             WHERE ${due} AND j.queue_id = r.queue_id
             ORDER BY j.priority DESC, j.due_at
             LIMIT least(r.room, $3)::bigint
