@@ -2,7 +2,7 @@
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
-import type { Dependency, QueueWithStats } from "@tick/contract";
+import type { Dependency, FlowKeyView, QueueWithStats } from "@tick/contract";
 import { ApiProblem, buttonClass, consoleApi as api, FieldError, formatDuration, formatTime, ok, primaryButtonClass, QueryState, StatusBadge } from "@/components/ui";
 
 /** Waiting work of a queue as one bar: due now, not due yet, in flight (the numbers are beside it too). */
@@ -26,6 +26,11 @@ function QueueCard({ queue, canWrite }: { queue: QueueWithStats; canWrite: boole
   const [editing, setEditing] = useState(false);
   const [concurrency, setConcurrency] = useState(queue.concurrency === null ? "" : String(queue.concurrency));
   const [rate, setRate] = useState(queue.ratePerSecond === null ? "" : String(queue.ratePerSecond));
+  const [perKey, setPerKey] = useState(queue.perKeyConcurrency === null ? "" : String(queue.perKeyConcurrency));
+  const [keyRate, setKeyRate] = useState(queue.perKeyRate === null ? "" : String(queue.perKeyRate.limit));
+  const [keyPeriod, setKeyPeriod] = useState(queue.perKeyRate === null ? "1000" : String(queue.perKeyRate.periodMs));
+  const [keyMode, setKeyMode] = useState(queue.perKeyRateMode);
+  const [showKeys, setShowKeys] = useState(false);
   const refresh = () => void queryClient.invalidateQueries({ queryKey: ["queues"] });
   const toggle = useMutation({
     mutationFn: () => ok(queue.paused ? api().call("resumeQueue", { params: { name: queue.name } }) : api().call("pauseQueue", { params: { name: queue.name } })),
@@ -35,7 +40,13 @@ function QueueCard({ queue, canWrite }: { queue: QueueWithStats; canWrite: boole
     mutationFn: () =>
       ok(api().call("updateQueue", {
         params: { name: queue.name },
-        body: { concurrency: concurrency.trim() === "" ? null : Number(concurrency), ratePerSecond: rate.trim() === "" ? null : Number(rate) },
+        body: {
+          concurrency: concurrency.trim() === "" ? null : Number(concurrency),
+          ratePerSecond: rate.trim() === "" ? null : Number(rate),
+          perKeyConcurrency: perKey.trim() === "" ? null : Number(perKey),
+          perKeyRate: keyRate.trim() === "" ? null : { limit: Number(keyRate), periodMs: Number(keyPeriod) },
+          perKeyRateMode: keyMode,
+        },
       })),
     onSuccess: () => {
       setEditing(false);
@@ -56,13 +67,25 @@ function QueueCard({ queue, canWrite }: { queue: QueueWithStats; canWrite: boole
           <p className="mt-0.5 text-xs text-slate-600" data-testid="queue-limits">
             {queue.concurrency === null ? "no concurrency cap" : `at most ${queue.concurrency} in flight`} · {queue.ratePerSecond === null ? "no rate limit" : `at most ${queue.ratePerSecond}/s`} · {queue.defaultMaxAttempts} attempts by default
           </p>
+          <p className="mt-0.5 text-xs text-slate-600" data-testid="queue-key-limits">
+            Each flow key: {queue.perKeyConcurrency === null ? "no cap" : `at most ${queue.perKeyConcurrency} in flight`} ·{" "}
+            {queue.perKeyRate === null ? "no rate" : `${queue.perKeyRate.limit} per ${formatDuration(queue.perKeyRate.periodMs)}, ${queue.perKeyRateMode === "drop" ? "the rest dropped" : "the rest wait"}`}
+          </p>
         </div>
+        {canWrite ? null : (
+          <button type="button" className={buttonClass} aria-expanded={showKeys} onClick={() => setShowKeys((v) => !v)} data-testid="show-keys">
+            {showKeys ? "Hide keys" : "Keys"}<span className="sr-only"> of {queue.name}</span>
+          </button>
+        )}
         {canWrite ? (
           <div className="flex flex-wrap gap-2">
             <button type="button" className={buttonClass} disabled={toggle.isPending} onClick={() => toggle.mutate()} data-testid={queue.paused ? "resume-queue" : "pause-queue"}>
               {queue.paused ? "Resume" : "Pause"}<span className="sr-only"> queue {queue.name}</span>
             </button>
             {!editing ? <button type="button" className={buttonClass} onClick={() => setEditing(true)} data-testid="edit-queue">Limits…<span className="sr-only"> of {queue.name}</span></button> : null}
+            <button type="button" className={buttonClass} aria-expanded={showKeys} onClick={() => setShowKeys((v) => !v)} data-testid="show-keys">
+              {showKeys ? "Hide keys" : "Keys"}<span className="sr-only"> of {queue.name}</span>
+            </button>
           </div>
         ) : null}
       </div>
@@ -75,7 +98,7 @@ function QueueCard({ queue, canWrite }: { queue: QueueWithStats; canWrite: boole
       <div className="mt-2"><BacklogBar stats={s} /></div>
       {queue.paused && s.due > 0 ? <p className="mt-2 text-sm text-amber-900" data-testid="paused-waiting">Paused: {s.due} due job{s.due === 1 ? "" : "s"} wait{s.due === 1 ? "s" : ""} here until it is resumed; nothing is lost.</p> : null}
       {editing ? (
-        <form className="mt-3 grid gap-3 rounded-md bg-slate-50 p-3 sm:grid-cols-[1fr_1fr_auto]" onSubmit={submit} aria-label={`Limits of ${queue.name}`}>
+        <form className="mt-3 grid gap-3 rounded-md bg-slate-50 p-3 sm:grid-cols-2 lg:grid-cols-3" onSubmit={submit} aria-label={`Limits of ${queue.name}`}>
           <label className="text-sm font-medium text-slate-800">Concurrency
             <input className="mt-1 block w-full rounded-md border border-slate-300 px-2 py-1.5 text-sm" inputMode="numeric" value={concurrency} onChange={(e) => setConcurrency(e.target.value)} placeholder="no cap"
               aria-describedby={fields.concurrency ? `err-concurrency-${queue.name}` : undefined} />
@@ -86,14 +109,175 @@ function QueueCard({ queue, canWrite }: { queue: QueueWithStats; canWrite: boole
               aria-describedby={fields.ratePerSecond ? `err-rate-${queue.name}` : undefined} />
             <FieldError id={`err-rate-${queue.name}`} message={fields.ratePerSecond} />
           </label>
+          <label className="text-sm font-medium text-slate-800">Per key: in flight
+            <input className="mt-1 block w-full rounded-md border border-slate-300 px-2 py-1.5 text-sm" inputMode="numeric" value={perKey} onChange={(e) => setPerKey(e.target.value)} placeholder="no cap"
+              aria-describedby={fields.perKeyConcurrency ? `err-per-key-${queue.name}` : undefined} data-testid="per-key-concurrency" />
+            <FieldError id={`err-per-key-${queue.name}`} message={fields.perKeyConcurrency} />
+          </label>
+          <label className="text-sm font-medium text-slate-800">Per key: dispatches
+            <input className="mt-1 block w-full rounded-md border border-slate-300 px-2 py-1.5 text-sm" inputMode="numeric" value={keyRate} onChange={(e) => setKeyRate(e.target.value)} placeholder="no rate"
+              aria-describedby={fields.perKeyRate ? `err-key-rate-${queue.name}` : undefined} />
+            <FieldError id={`err-key-rate-${queue.name}`} message={fields.perKeyRate} />
+          </label>
+          <div className="grid grid-cols-2 gap-2">
+            <label className="text-sm font-medium text-slate-800">per (ms)
+              <input className="mt-1 block w-full rounded-md border border-slate-300 px-2 py-1.5 text-sm" inputMode="numeric" value={keyPeriod} onChange={(e) => setKeyPeriod(e.target.value)} />
+            </label>
+            <label className="text-sm font-medium text-slate-800">beyond it
+              <select className="mt-1 block w-full rounded-md border border-slate-300 px-2 py-1.5 text-sm" value={keyMode} onChange={(e) => setKeyMode(e.target.value as "delay" | "drop")}>
+                <option value="delay">wait</option>
+                <option value="drop">drop</option>
+              </select>
+            </label>
+          </div>
           <div className="flex items-end gap-2">
             <button type="submit" className={primaryButtonClass} disabled={save.isPending} data-testid="save-queue">Save</button>
             <button type="button" className={buttonClass} onClick={() => setEditing(false)}>Cancel</button>
           </div>
-          {save.error && Object.keys(fields).length === 0 ? <p role="alert" className="text-sm text-red-800 sm:col-span-3">{save.error.message}</p> : null}
+          {save.error && Object.keys(fields).length === 0 ? <p role="alert" className="text-sm text-red-800 sm:col-span-2 lg:col-span-3">{save.error.message}</p> : null}
         </form>
       ) : null}
       {toggle.error ? <p role="alert" className="mt-2 text-sm text-red-800">{toggle.error.message}</p> : null}
+      {showKeys ? <FlowKeysPanel queue={queue.name} canWrite={canWrite} /> : null}
+    </li>
+  );
+}
+
+const KEY_SORTS = [["backlog", "Most due"], ["in_flight", "Most in flight"], ["waiting", "Waiting longest"]] as const;
+
+/** A queue's top flow keys, live: backlog against in flight, the limits in force, and per key pause, override and reset. */
+function FlowKeysPanel({ queue, canWrite }: { queue: string; canWrite: boolean }) {
+  const [sort, setSort] = useState<(typeof KEY_SORTS)[number][0]>("backlog");
+  const keys = useQuery({
+    queryKey: ["flow-keys", queue, sort],
+    queryFn: () => ok(api().call("listFlowKeys", { params: { name: queue }, query: { sort, limit: 20 } })),
+    refetchInterval: 5_000,
+  });
+  const rows = keys.data?.data ?? [];
+  const widest = Math.max(1, ...rows.map((k) => k.due + k.inFlight));
+  return (
+    <section className="mt-4 rounded-md border border-slate-200 p-3" aria-label={`Flow keys of ${queue}`} data-testid="flow-keys">
+      <div className="flex flex-wrap items-center justify-between gap-2">
+        <h4 className="text-sm font-medium">Flow keys</h4>
+        <div className="flex flex-wrap gap-1" role="group" aria-label="Order keys by">
+          {KEY_SORTS.map(([value, label]) => (
+            <button key={value} type="button" aria-pressed={sort === value} onClick={() => setSort(value)}
+              className={`rounded px-2 py-1 text-xs font-medium ${sort === value ? "bg-indigo-600 text-white" : "bg-slate-100 text-slate-800 hover:bg-slate-200"}`}>
+              {label}
+            </button>
+          ))}
+        </div>
+      </div>
+      {keys.data ? (
+        <p className="mt-1 text-xs text-slate-600" data-testid="flow-key-totals">
+          {keys.data.totals.keysWithWork} key{keys.data.totals.keysWithWork === 1 ? "" : "s"} with work · {keys.data.totals.keysAtCap} held at their cap · {keys.data.totals.keysPaused} paused
+        </p>
+      ) : null}
+      <ul className="my-2 flex flex-wrap gap-x-4 gap-y-1 text-xs text-slate-700" aria-label="Bar key">
+        <li className="inline-flex items-center gap-1.5"><span aria-hidden="true" className="h-2.5 w-4 rounded-sm bg-indigo-500" />in flight</li>
+        <li className="inline-flex items-center gap-1.5"><span aria-hidden="true" className="h-2.5 w-4 rounded-sm bg-amber-500" />due now</li>
+      </ul>
+      <QueryState isPending={keys.isPending} error={keys.error} isEmpty={rows.length === 0} retry={() => void keys.refetch()}
+        empty="No flow keys yet: jobs created with a flowKey in this queue show here, with their backlog and limits.">
+        <ul className="divide-y divide-slate-100" data-testid="flow-key-list">{rows.map((k) => <FlowKeyRow key={k.key} queue={queue} flowKey={k} widest={widest} canWrite={canWrite} />)}</ul>
+      </QueryState>
+    </section>
+  );
+}
+
+function FlowKeyRow({ queue, flowKey: k, widest, canWrite }: { queue: string; flowKey: FlowKeyView; widest: number; canWrite: boolean }) {
+  const queryClient = useQueryClient();
+  const [editing, setEditing] = useState(false);
+  const [concurrency, setConcurrency] = useState(k.override?.concurrency === null || !k.override ? "" : String(k.override.concurrency));
+  const [rateLimit, setRateLimit] = useState(k.override?.rate ? String(k.override.rate.limit) : "");
+  const [ratePeriod, setRatePeriod] = useState(k.override?.rate ? String(k.override.rate.periodMs) : "1000");
+  const [weight, setWeight] = useState(k.override?.weight ? String(k.override.weight) : "");
+  const refresh = () => void queryClient.invalidateQueries({ queryKey: ["flow-keys", queue] });
+  const params = { name: queue, key: k.key };
+  const pause = useMutation({ mutationFn: () => ok(api().call("putFlowKey", { params, body: { paused: !k.paused } })), onSuccess: refresh });
+  const reset = useMutation({ mutationFn: () => ok(api().call("deleteFlowKey", { params })), onSuccess: refresh });
+  const save = useMutation({
+    mutationFn: () =>
+      ok(api().call("putFlowKey", {
+        params,
+        body: {
+          concurrency: concurrency.trim() === "" ? null : Number(concurrency),
+          rate: rateLimit.trim() === "" ? null : { limit: Number(rateLimit), periodMs: Number(ratePeriod) },
+          weight: weight.trim() === "" ? null : Number(weight),
+        },
+      })),
+    onSuccess: () => {
+      setEditing(false);
+      refresh();
+    },
+  });
+  const fields = save.error instanceof ApiProblem ? save.error.fields : {};
+  const atCap = k.concurrency !== null && k.inFlight >= k.concurrency && k.due > 0;
+  const id = `${queue}-${k.key}`.replace(/[^A-Za-z0-9_-]/g, "_");
+  const error = pause.error ?? reset.error;
+  return (
+    <li className="py-2.5" data-testid="flow-key-row" data-key={k.key}>
+      <div className="flex flex-col gap-2 sm:flex-row sm:items-start sm:justify-between">
+        <div className="min-w-0 flex-1">
+          <p className="flex flex-wrap items-center gap-2 text-sm">
+            <code className="break-all">{k.key}</code>
+            {k.paused ? <StatusBadge status="paused" /> : null}
+            {atCap ? <span className="rounded bg-amber-100 px-1.5 py-0.5 text-xs font-medium text-amber-900">at its cap</span> : null}
+            {k.override ? <span className="rounded bg-indigo-100 px-1.5 py-0.5 text-xs font-medium text-indigo-900" data-testid="key-overridden">override</span> : null}
+          </p>
+          <div className="mt-1 flex h-2 max-w-md overflow-hidden rounded bg-slate-100" aria-hidden="true">
+            {k.inFlight > 0 ? <div className="bg-indigo-500" style={{ width: `${(k.inFlight / widest) * 100}%` }} /> : null}
+            {k.due > 0 ? <div className="bg-amber-500" style={{ width: `${(k.due / widest) * 100}%` }} /> : null}
+          </div>
+          <p className="mt-1 text-xs text-slate-600" data-testid="flow-key-figures">
+            {k.due} due · {k.inFlight}{k.concurrency === null ? "" : ` of ${k.concurrency}`} in flight · {k.scheduled} waiting in all
+            {k.oldestDueAgeMs !== null ? ` · oldest due waited ${formatDuration(k.oldestDueAgeMs)}` : ""}
+            {k.rate ? ` · ${k.rate.limit} per ${formatDuration(k.rate.periodMs)}` : ""} · weight {k.weight}
+          </p>
+        </div>
+        {canWrite ? (
+          <div className="flex flex-wrap gap-2">
+            <button type="button" className={buttonClass} disabled={pause.isPending} onClick={() => pause.mutate()} data-testid={k.paused ? "resume-key" : "pause-key"}>
+              {k.paused ? "Resume" : "Pause"}<span className="sr-only"> key {k.key}</span>
+            </button>
+            {!editing ? <button type="button" className={buttonClass} onClick={() => setEditing(true)} data-testid="override-key">Override…<span className="sr-only"> key {k.key}</span></button> : null}
+            {k.override ? (
+              <button type="button" className={buttonClass} disabled={reset.isPending} onClick={() => reset.mutate()} data-testid="reset-key">
+                Reset<span className="sr-only"> key {k.key} to the queue&apos;s limits</span>
+              </button>
+            ) : null}
+          </div>
+        ) : null}
+      </div>
+      {editing ? (
+        <form className="mt-2 grid gap-2 rounded-md bg-slate-50 p-2 sm:grid-cols-5" aria-label={`Override of key ${k.key}`}
+          onSubmit={(e) => { e.preventDefault(); save.mutate(); }}>
+          <label className="text-xs font-medium text-slate-800">In flight
+            <input className="mt-1 block w-full rounded-md border border-slate-300 px-2 py-1 text-sm" inputMode="numeric" value={concurrency} onChange={(e) => setConcurrency(e.target.value)} placeholder="queue's"
+              aria-describedby={fields.concurrency ? `err-kc-${id}` : undefined} data-testid="key-concurrency" />
+            <FieldError id={`err-kc-${id}`} message={fields.concurrency} />
+          </label>
+          <label className="text-xs font-medium text-slate-800">Dispatches
+            <input className="mt-1 block w-full rounded-md border border-slate-300 px-2 py-1 text-sm" inputMode="numeric" value={rateLimit} onChange={(e) => setRateLimit(e.target.value)} placeholder="queue's"
+              aria-describedby={fields.rate ? `err-kr-${id}` : undefined} />
+            <FieldError id={`err-kr-${id}`} message={fields.rate} />
+          </label>
+          <label className="text-xs font-medium text-slate-800">per (ms)
+            <input className="mt-1 block w-full rounded-md border border-slate-300 px-2 py-1 text-sm" inputMode="numeric" value={ratePeriod} onChange={(e) => setRatePeriod(e.target.value)} />
+          </label>
+          <label className="text-xs font-medium text-slate-800">Weight
+            <input className="mt-1 block w-full rounded-md border border-slate-300 px-2 py-1 text-sm" inputMode="numeric" value={weight} onChange={(e) => setWeight(e.target.value)} placeholder="1"
+              aria-describedby={fields.weight ? `err-kw-${id}` : undefined} />
+            <FieldError id={`err-kw-${id}`} message={fields.weight} />
+          </label>
+          <div className="flex items-end gap-2">
+            <button type="submit" className={primaryButtonClass} disabled={save.isPending} data-testid="save-key">Save</button>
+            <button type="button" className={buttonClass} onClick={() => setEditing(false)}>Cancel</button>
+          </div>
+          {save.error && Object.keys(fields).length === 0 ? <p role="alert" className="text-sm text-red-800 sm:col-span-5">{save.error.message}</p> : null}
+        </form>
+      ) : null}
+      {error ? <p role="alert" className="mt-1 text-sm text-red-800">{error.message}</p> : null}
     </li>
   );
 }

@@ -4,12 +4,12 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useState, type ReactNode } from "react";
-import type { Job } from "@tick/contract";
+import type { Job, Waiting } from "@tick/contract";
 import { TERMINAL_STATES } from "@tick/core";
 import { AttemptTimeline, TimelineLegend } from "@/components/attempt-timeline";
 import { ApiProblem, buttonClass, consoleApi as api, formatDuration, formatTime, ok, primaryButtonClass, QueryState, StatusBadge } from "@/components/ui";
 
-type JobWithAttempts = Job & { attempts: { id: string; number: number; status: string; fencingToken: string; workerId: string | null; dispatchedAt: string; startedAt: string | null; finishedAt: string | null; leaseExpiresAt: string | null; outcome: string | null; httpStatus: number | null; error: unknown; durationMs: number | null }[] };
+type JobWithAttempts = Job & { waiting?: Waiting | null; attempts: { id: string; number: number; status: string; fencingToken: string; workerId: string | null; dispatchedAt: string; startedAt: string | null; finishedAt: string | null; leaseExpiresAt: string | null; outcome: string | null; httpStatus: number | null; error: unknown; durationMs: number | null }[] };
 
 const FINISHED = new Set<string>(TERMINAL_STATES);
 
@@ -38,6 +38,40 @@ function errorMessage(error: unknown): string | null {
   if (!error || typeof error !== "object") return null;
   const e = error as { kind?: string; message?: string };
   return [e.kind, e.message].filter(Boolean).join(": ") || null;
+}
+
+/** Why the job is not running, in words, with the jobs holding its key's slots (GET /jobs/{id}'s `waiting`). */
+function WaitingReason({ waiting }: { waiting: Waiting }) {
+  const held = waiting.code !== "dispatching" && waiting.code !== "awaiting_worker" && waiting.code !== "not_due";
+  return (
+    <div className={`mt-3 rounded-md p-3 text-sm ${held ? "bg-amber-50 text-amber-950" : "bg-sky-50 text-sky-950"}`} data-testid="job-waiting" data-code={waiting.code} role="status">
+      <p>
+        <span className="font-medium">Waiting: </span>
+        {waiting.message} <code className="ml-1 rounded bg-white/70 px-1 text-xs">{waiting.code}</code>
+      </p>
+      {waiting.cap !== undefined && waiting.inFlight !== undefined ? (
+        <div className="mt-2 flex items-center gap-2" aria-hidden="true">
+          <span className="flex h-2 w-40 overflow-hidden rounded bg-white/80">
+            <span className="bg-amber-500" style={{ width: `${Math.min(100, (waiting.inFlight / Math.max(1, waiting.cap)) * 100)}%` }} />
+          </span>
+          <span className="text-xs">{waiting.inFlight} of {waiting.cap} in flight</span>
+        </div>
+      ) : null}
+      {waiting.inFlightJobIds?.length ? (
+        <p className="mt-2 text-xs">
+          In flight now:{" "}
+          {waiting.inFlightJobIds.map((jobId, i) => (
+            <span key={jobId}>
+              {i > 0 ? ", " : null}
+              <Link className="text-indigo-700 underline" href={`/jobs/${jobId}`} data-testid="waiting-in-flight-job"><code>{jobId.slice(0, 8)}</code></Link>
+            </span>
+          ))}
+        </p>
+      ) : null}
+      {waiting.nextTokenAt ? <p className="mt-1 text-xs">Next dispatch allowed at {formatTime(waiting.nextTokenAt, { precise: true })}.</p> : null}
+      {waiting.until && waiting.code !== "not_due" ? <p className="mt-1 text-xs">Until {formatTime(waiting.until, { precise: true })}.</p> : null}
+    </div>
+  );
 }
 
 function Fact({ label, children }: { label: string; children: ReactNode }) {
@@ -98,6 +132,8 @@ function JobView({ job, canWrite }: { job: JobWithAttempts; canWrite: boolean })
           <Fact label="Attempts">{job.attemptCount} of {job.maxAttempts}</Fact>
           <Fact label="Idempotency key">{job.idempotencyKey ? <code className="break-all text-xs">{job.idempotencyKey}</code> : "—"}</Fact>
           <Fact label="Dependency">{job.dependencyKey ?? "—"}</Fact>
+          <Fact label="Flow key">{job.flowKey ? <code className="break-all text-xs" data-testid="job-flow-key">{job.flowKey}</code> : "—"}</Fact>
+          {job.debounceKey ? <Fact label="Debounce key"><code className="break-all text-xs">{job.debounceKey}</code></Fact> : null}
           <Fact label="Trace ID">{job.trace ? <code className="break-all text-xs" title={job.trace.traceparent}>{job.trace.traceId}</code> : "—"}</Fact>
           <Fact label="Expires">{formatTime(job.expiresAt, { precise: true })}</Fact>
           <Fact label="Backoff">{job.backoff.strategy}, {formatDuration(job.backoff.baseMs)} up to {formatDuration(job.backoff.maxMs)}</Fact>
@@ -105,6 +141,7 @@ function JobView({ job, canWrite }: { job: JobWithAttempts; canWrite: boolean })
           {job.replayId ? <Fact label="Replay"><code className="text-xs">{job.replayId.slice(0, 8)}</code></Fact> : null}
           {job.callbackUrl ? <Fact label="Callback">{job.callbackUrl}</Fact> : null}
         </dl>
+        {job.waiting ? <WaitingReason waiting={job.waiting} /> : null}
         {job.lastError && job.status !== "succeeded" ? <p className="mt-3 rounded-md bg-red-50 p-2 text-sm text-red-900" data-testid="job-last-error">Last error: {errorMessage(job.lastError)}</p> : null}
         {result !== null ? (
           <details className="mt-3 text-sm">

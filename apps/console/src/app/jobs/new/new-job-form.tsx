@@ -11,13 +11,14 @@ import { consoleApi as api, FieldError, inputClass, ok, primaryButtonClass } fro
 const METHODS = ["POST", "GET", "PUT", "PATCH", "DELETE"] as const;
 
 /** The fields this form shows an API error at; any other error is listed above the submit button. */
-const PLACED = new Set(["url", "method", "headers", "body", "timeoutMs", "runAt", "delayMs", "expiresAt", "queue", "priority", "maxAttempts", "backoff", "callbackUrl", "dependencyKey"]);
+const PLACED = new Set(["url", "method", "headers", "body", "timeoutMs", "runAt", "delayMs", "expiresAt", "queue", "priority", "maxAttempts", "backoff", "callbackUrl", "dependencyKey", "flowKey", "debounce"]);
 
 /** Where an API error path is shown: the form's field for it (nested paths go to their nearest field). */
 function fieldOf(path: string): string {
   if (path.startsWith("target.headers")) return "headers";
   if (path.startsWith("target.")) return path.slice("target.".length);
   if (path.startsWith("backoff")) return "backoff";
+  if (path.startsWith("debounce")) return "debounce";
   return path;
 }
 
@@ -27,13 +28,14 @@ export function NewJobForm() {
     queue: "default", method: "POST" as (typeof METHODS)[number], url: "", headers: "", body: "", when: "now" as "now" | "at" | "delay",
     runAt: "", delaySeconds: "60", priority: "0", maxAttempts: "", backoff: "default" as "default" | "exponential" | "fixed", baseMs: "1000", maxMs: "3600000",
     expiresAt: "", idempotencyKey: "", callbackUrl: "", dependencyKey: "", timeoutMs: "",
+    flowKey: "", debounce: "off" as "off" | "trailing" | "leading", debounceKey: "", debounceSeconds: "30", debounceMaxWaitSeconds: "",
   });
   const [local, setLocal] = useState<Record<string, string>>({});
   const set = (k: keyof typeof form) => (e: { target: { value: string } }) => setForm((f) => ({ ...f, [k]: e.target.value }));
 
   const create = useMutation({
     mutationFn: (body: Record<string, unknown>) => ok(api().call("createJob", { body: body, ...(form.idempotencyKey.trim() ? { idempotencyKey: form.idempotencyKey.trim() } : {}) })),
-    onSuccess: (job) => router.push(`/jobs/${job.id}`),
+    onSuccess: (job) => router.push(`/jobs/${job.id}${job.debouncedInto ? "?debounced=1" : ""}`),
   });
   const { errors, unplaced } = placeErrors(create.error, PLACED, fieldOf, local);
 
@@ -63,6 +65,17 @@ export function NewJobForm() {
       ...(form.expiresAt ? { expiresAt: new Date(form.expiresAt).toISOString() } : {}),
       ...(form.callbackUrl.trim() ? { callbackUrl: form.callbackUrl.trim() } : {}),
       ...(form.dependencyKey.trim() ? { dependencyKey: form.dependencyKey.trim() } : {}),
+      ...(form.flowKey.trim() ? { flowKey: form.flowKey.trim() } : {}),
+      ...(form.debounce !== "off"
+        ? {
+            debounce: {
+              key: form.debounceKey.trim(),
+              periodMs: Math.round(Number(form.debounceSeconds) * 1000),
+              mode: form.debounce,
+              ...(form.debounceMaxWaitSeconds.trim() ? { maxWaitMs: Math.round(Number(form.debounceMaxWaitSeconds) * 1000) } : {}),
+            },
+          }
+        : {}),
     });
   };
 
@@ -133,6 +146,27 @@ export function NewJobForm() {
           {input("idempotencyKey", "Idempotency key", { placeholder: "e.g. order-42" }, "The same key again returns this job instead of a second one.")}
           {input("callbackUrl", "Callback URL", { type: "url", placeholder: "https://…" }, "Gets a signed webhook when the job finishes.")}
           {input("dependencyKey", "Dependency", { placeholder: "the target's host" }, "Its circuit breaker; defaults to the target's host.")}
+        </fieldset>
+
+        <fieldset className="grid gap-4 sm:grid-cols-3">
+          <legend className="mb-2 text-sm font-semibold">Flow control</legend>
+          {input("flowKey", "Flow key", { placeholder: "e.g. customer-42" }, "What this job isolates in its queue: the queue's per-key limits and fair share apply per key.")}
+          <label className="block text-sm font-medium text-slate-800">Debounce
+            <select className={inputClass} value={form.debounce} onChange={set("debounce")} aria-describedby={errors.debounce ? "err-debounce" : "hint-debounce"}>
+              <option value="off">Off</option>
+              <option value="trailing">Trailing: run once the creates stop, with the latest</option>
+              <option value="leading">Leading: run the first, answer the rest with it</option>
+            </select>
+            <span id="hint-debounce" className="mt-1 block text-xs font-normal text-slate-600">Creates with the same debounce key in this queue fold into one job. Not with a run time or delay.</span>
+            <FieldError id="err-debounce" message={errors.debounce} />
+          </label>
+          {form.debounce !== "off" ? (
+            <>
+              {input("debounceKey", "Debounce key", { placeholder: "e.g. sync:acct-1" })}
+              {input("debounceSeconds", "Window (seconds)", { inputMode: "decimal" })}
+              {form.debounce === "trailing" ? input("debounceMaxWaitSeconds", "Longest wait (seconds, optional)", { inputMode: "decimal" }, "The job runs at the latest this long after the window's first create.") : null}
+            </>
+          ) : null}
         </fieldset>
 
         <FormError error={create.error} unplaced={unplaced} what="The job" />
