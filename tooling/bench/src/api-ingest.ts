@@ -45,6 +45,8 @@ export interface ApiIngestResult {
 
 interface Console {
   url: string;
+  databaseUrl: string;
+  redisPrefix: string;
   proc: RunningProcess;
   apiKey: string;
   tenant: { id: string; shard: number; queueId: string };
@@ -53,7 +55,7 @@ interface Console {
 }
 
 /** The built console (`next start`) on a fresh database and Redis prefix, with one tenant no limit throttles. */
-async function startConsole(): Promise<Console> {
+export async function startConsole(): Promise<Console> {
   const db = await createTestDatabase(testServerUrl());
   const prefix = `tick-bench-api:${randomUUID().slice(0, 8)}`;
   const pool = new pg.Pool({ connectionString: db.url, max: 2 });
@@ -105,7 +107,7 @@ async function startConsole(): Promise<Console> {
     }
     await new Promise((r) => setTimeout(r, 200));
   }
-  return { url, proc, apiKey: key.key, tenant: { id, shard, queueId }, pool, close };
+  return { url, databaseUrl: db.url, redisPrefix: prefix, proc, apiKey: key.key, tenant: { id, shard, queueId }, pool, close };
 }
 
 interface Answer {

@@ -11,16 +11,17 @@ import { apiIngest } from "./api-ingest.js";
 import { recurrenceScale } from "./recurrence-scale.js";
 import { scaleOut } from "./scale-out.js";
 import { burnDown, catchUp, fairness, history, precision, scale, type Context } from "./scenarios.js";
+import { capAccuracy, debounce, keyClaimLatency, keyFairness, rateAccuracy } from "./flow-keys.js";
 import { startBenchSink } from "./sink.js";
 import { judge, renderTables, type BenchReport } from "./report.js";
 
-// npm run bench [-- --quick] [--only burn-down,precision,fairness,catch-up,scale,history,recurrence,api-ingest,scale-out] [--jobs N]
+// npm run bench [-- --quick] [--only burn-down,precision,fairness,catch-up,scale,history,recurrence,api-ingest,scale-out,key-fairness,key-cap,key-rate,debounce,key-claim] [--jobs N]
 //                 [--concurrency C] [--rounds R] [--json file] [--systems http-client,tick,graphile-worker,pg-boss,bullmq]
 //                 (BENCH_CPU_PROF=dir profiles Tick's processes; BENCH_CPU_BREAKDOWN=1 prints CPU per job by process)
 // Prints a table per scenario, one JSON object per scenario (lines starting with {"scenario":...}), and
 // the benchmark's targets met, not met or not run (also in the report as `targets`).
 
-const SCENARIOS = ["burn-down", "precision", "fairness", "catch-up", "scale", "history", "recurrence", "api-ingest", "scale-out"] as const;
+const SCENARIOS = ["burn-down", "precision", "fairness", "catch-up", "scale", "history", "recurrence", "api-ingest", "scale-out", "key-fairness", "key-cap", "key-rate", "debounce", "key-claim"] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 function parseArgs(argv: string[]) {
@@ -122,6 +123,26 @@ async function main() {
     if (args.only.includes("scale-out")) {
       report.scenarios.scaleOut = await scaleOut(ctx, args.quick ? 2_000 : 6_000);
       emit("scale-out", report.scenarios.scaleOut);
+    }
+    if (args.only.includes("key-fairness")) {
+      report.scenarios.keyFairness = await keyFairness(ctx, args.quick ? 10_000 : 50_000, 100, 5);
+      emit("key-fairness", report.scenarios.keyFairness);
+    }
+    if (args.only.includes("key-cap")) {
+      report.scenarios.keyCap = await capAccuracy(ctx, args.quick ? 100 : 1_000, 5);
+      emit("key-cap", report.scenarios.keyCap);
+    }
+    if (args.only.includes("key-rate")) {
+      report.scenarios.keyRate = await rateAccuracy(ctx, 100, args.quick ? 10 : 60);
+      emit("key-rate", report.scenarios.keyRate);
+    }
+    if (args.only.includes("debounce")) {
+      report.scenarios.debounce = await debounce(ctx, args.quick ? 10_000 : 100_000, args.quick ? 100 : 1_000);
+      emit("debounce", report.scenarios.debounce);
+    }
+    if (args.only.includes("key-claim")) {
+      report.scenarios.keyClaim = await keyClaimLatency(ctx, args.quick ? 10_000 : 100_000, args.quick ? 100_000 : 1_000_000);
+      emit("key-claim", report.scenarios.keyClaim);
     }
   } finally {
     await sink.close();

@@ -32,9 +32,16 @@ export interface BenchReport {
     recurrence?: RecurrenceResult;
     apiIngest?: ApiIngestResult;
     scaleOut?: ScaleOutResult[];
+    keyFairness?: KeyFairnessResult;
+    keyCap?: CapAccuracyResult;
+    keyRate?: RateAccuracyResult;
+    debounce?: DebounceResult;
+    keyClaim?: KeyClaimResult;
   };
   targets?: Target[];
 }
+
+import type { CapAccuracyResult, DebounceResult, KeyClaimResult, KeyFairnessResult, RateAccuracyResult } from "./flow-keys.js";
 
 // Three decimals: a ratio is judged as measured, never rounded onto its limit (1.504 is over 1.5).
 const ratio = (a: number, b: number) => (b > 0 ? Math.round((a / b) * 1000) / 1000 : 0);
@@ -100,6 +107,7 @@ export function judge(report: BenchReport): Target[] {
     ),
     target(`scheduler RSS at a ${large?.futureJobs.toLocaleString("en") ?? "1,000,000"} backlog (MB)`, "<=", 200, large?.schedulerRssMb),
   ];
+  targets.push(...flowKeyTargets(report));
   if (scaleOut?.length) {
     const wrongRuns = scaleOut.reduce((n, r) => n + r.extraStarts + r.duplicateCalls + r.notSucceeded, 0);
     const uneven = Math.max(...scaleOut.map((r) => Math.max(...r.shardsPerScheduler) - Math.min(...r.shardsPerScheduler)));
@@ -258,4 +266,24 @@ export function renderTables(report: BenchReport): string {
     );
   }
   return out.join("\n");
+}
+
+/** The flow-key scenarios' targets (flow-keys.ts). */
+function flowKeyTargets(report: BenchReport): Target[] {
+  const { keyFairness, keyCap, keyRate, debounce, keyClaim } = report.scenarios;
+  return [
+    target("key fairness: quiet keys' p99 beside one key's burst / alone", "<=", 1.5, keyFairness?.quietRatio, keyFairness && `${keyFairness.quietUnderBurstP99Ms} vs ${keyFairness.quietSoloP99Ms} ms (×${keyFairness.quietRatio})`),
+    target("key cap: most calls of one key at once, perKeyConcurrency 2", "<=", 2, keyCap?.maxConcurrentPerKey, keyCap && `${keyCap.maxConcurrentPerKey} over ${keyCap.keys} keys`),
+    target("key cap: throughput with keys / without", ">=", 0.8, keyCap?.throughputRatio, keyCap && `${keyCap.keyedJobsPerSecond} vs ${keyCap.plainJobsPerSecond} jobs/s (×${keyCap.throughputRatio})`),
+    target("key rate: calls per key per second, most off 5/s after the first second", "<=", 1, keyRate?.maxDeviation, keyRate && `${keyRate.keySecondsOff} of ${keyRate.keySeconds} key-seconds off by more than 1`),
+    target(
+      "debounce: keys not run exactly once with their last payload",
+      "<=",
+      0,
+      debounce ? debounce.keys - debounce.keysWithLastPayload : undefined,
+      debounce && `${debounce.runs} runs for ${debounce.keys} keys, ${debounce.keysWithLastPayload} with the last payload`,
+    ),
+    target("debounce: creates per second through the API", ">=", 10_000, debounce?.createsPerSecond, debounce && `${debounce.creates} in ${debounce.createSeconds} s`),
+    target("key claim: p50 with 100,000 keys / 10,000 jobs without keys", "<=", 1.5, keyClaim?.ratio, keyClaim && `${keyClaim.keyedP50Ms} vs ${keyClaim.plainP50Ms} ms`),
+  ];
 }

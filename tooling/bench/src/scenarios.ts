@@ -39,16 +39,25 @@ export async function until(ctx: Context, what: string, done: () => Promise<{ ok
   }
 }
 
-export async function withTick<T>(fn: (cluster: TickCluster, databaseUrl: string, redis: Redis) => Promise<T>, env: Record<string, string> = {}): Promise<T> {
-  const db = await createTestDatabase(testServerUrl());
+/**
+ * Tick's processes on a fresh database (dropped after), or on `on`'s database and Redis prefix (a console the
+ * scenario started, which keeps them).
+ */
+export async function withTick<T>(
+  fn: (cluster: TickCluster, databaseUrl: string, redis: Redis) => Promise<T>,
+  env: Record<string, string> = {},
+  on?: { databaseUrl: string; redisPrefix: string },
+): Promise<T> {
+  const db = on ? null : await createTestDatabase(testServerUrl());
+  const databaseUrl = on?.databaseUrl ?? db!.url;
   const redis = new Redis(testRedisUrl());
-  const cluster = await startTickCluster({ databaseUrl: db.url, redisUrl: testRedisUrl(), env });
+  const cluster = await startTickCluster({ databaseUrl, redisUrl: testRedisUrl(), env, ...(on ? { prefix: on.redisPrefix } : {}) });
   try {
-    return await fn(cluster, db.url, redis);
+    return await fn(cluster, databaseUrl, redis);
   } finally {
     await cluster.close();
     redis.disconnect();
-    await db.drop();
+    await db?.drop();
   }
 }
 

@@ -30,6 +30,8 @@ export interface TickCluster {
    * without an Idempotency-Key header does; `key` goes in the body, where the sink reads it.
    */
   createJobs(tenant: TickTenant, jobs: { key: string; url: string; runAt?: Date }[]): Promise<void>;
+  /** Tells the due index the tenant has work due now (after jobs were inserted by other means). */
+  noteDue(tenant: TickTenant): Promise<void>;
   startScheduler(env?: Record<string, string>): Promise<void>;
   startWorker(env?: Record<string, string>): Promise<void>;
   /** Resident memory of each process, from its own /metrics (process_resident_memory_bytes). */
@@ -38,9 +40,9 @@ export interface TickCluster {
   close(): Promise<void>;
 }
 
-export async function startTickCluster(options: { databaseUrl: string; redisUrl: string; shards?: number; env?: Record<string, string> }): Promise<TickCluster> {
+export async function startTickCluster(options: { databaseUrl: string; redisUrl: string; shards?: number; env?: Record<string, string>; prefix?: string }): Promise<TickCluster> {
   const shards = options.shards ?? 16;
-  const prefix = `tick-bench:${randomUUID().slice(0, 8)}`;
+  const prefix = options.prefix ?? `tick-bench:${randomUUID().slice(0, 8)}`;
   const pool = createPool(options.databaseUrl, { max: 8 });
   const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 2 });
   const dueIndex = createDueIndex({ redis, prefix });
@@ -115,6 +117,7 @@ export async function startTickCluster(options: { databaseUrl: string; redisUrl:
         if (created.length) await dueIndex.noteDue(tenant.shard, tenant.id, Math.min(...created.map((r) => r.due_at.getTime())));
       }
     },
+    noteDue: (tenant) => dueIndex.noteDue(tenant.shard, tenant.id, Date.now()),
     startScheduler: (env = {}) => launch("scheduler", env),
     startWorker: (env = {}) => launch("worker", env),
     async memory() {
