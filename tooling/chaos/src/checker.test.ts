@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import { createTestDatabase, testServerUrl, type TestDatabase } from "@tick/db/testing";
-import { checkInvariants } from "./checker.js";
+import { checkInvariants, keyCapOverlaps, keyRateExcess } from "./checker.js";
 import type { ChaosSink, Delivery } from "./sink.js";
 import type { Op, OpKind } from "./workload.js";
 
@@ -69,6 +69,7 @@ describe("checkInvariants", () => {
     await pool.query(`UPDATE jobs SET fencing_token = 1 WHERE id = $1`, [behind.id]);
 
     const sink = {
+      keyedCalls: [],
       deliveries: [
         delivery("good", good.attemptIds[0]!, 503),
         delivery("good", good.attemptIds[1]!),
@@ -127,7 +128,7 @@ describe("checkInvariants", () => {
     await pool.query(`UPDATE attempts SET started_at = now() WHERE id = ANY($1::uuid[])`, [[late.attemptIds[0], held.attemptIds[0], retry.attemptIds[1]]]);
     await pool.query(`UPDATE attempts SET started_at = now() - interval '19 seconds', finished_at = now() - interval '1.5 seconds' WHERE id = $1`, [retry.attemptIds[0]]);
     const window = { startedAt: Date.now() - 60_000, endedAt: Date.now() + 5_000 };
-    const sink = { deliveries: [], effects: new Map(), webhooks: [] } as unknown as ChaosSink;
+    const sink = { deliveries: [], keyedCalls: [], effects: new Map(), webhooks: [] } as unknown as ChaosSink;
     const args = { pool, sink, ops: [], quietLagBoundMs: 5_000, leaseTtlMs: 3_000, startLagSlackMs: 4_000, heldDependencies: ["down"] };
 
     const judged = await checkInvariants({ ...args, phases: [{ ...phaseRun("cut", 1_000), ...window }] });
@@ -157,7 +158,7 @@ describe("checkInvariants", () => {
       { ...phaseRun("steady", 0), startedAt: now - 60_000, endedAt: now - 19_500 },
       { ...phaseRun("cut", 10_000), startedAt: now - 19_500, faultAt: now - 19_000, endedAt: now + 10_000 },
     ];
-    const sink = { deliveries: [], effects: new Map(), webhooks: [] } as unknown as ChaosSink;
+    const sink = { deliveries: [], keyedCalls: [], effects: new Map(), webhooks: [] } as unknown as ChaosSink;
     const verdict = await checkInvariants({ pool, sink, ops: [], phases, quietLagBoundMs: 5_000, leaseTtlMs: 3_000, startLagSlackMs: 4_000, heldDependencies: [] });
     const lagViolations = verdict.violations.filter((v) => v.includes("after it was due"));
     // One violation per phase, the attempt furthest over its bound: too-late (25 s against 21 s) is 4 s over,
@@ -173,5 +174,34 @@ describe("checkInvariants", () => {
     expect(left[0]).toContain(tooLate.id);
     expect(left[0]).toMatch(/before "cut"'s fault/);
     expect(second.violations.join("\n")).not.toContain(caught.id);
+  });
+});
+
+describe("flow keys at the downstream", () => {
+  const call = (flowKey: string, attemptId: string, start: number, end: number) => ({ flowKey, attemptId, start, end });
+
+  it("finds a key with more calls at once than its cap, and only that", () => {
+    const calls = [call("a", "1", 0, 100), call("a", "2", 50, 150), call("a", "3", 100, 200), call("b", "4", 0, 300), call("b", "5", 10, 300)];
+    // a: 1 ends when 3 starts, so never 3 at once; b: 2 at once.
+    expect(keyCapOverlaps(calls, 2, new Set())).toEqual({ violations: [], excused: 0 });
+    const over = keyCapOverlaps([...calls, call("a", "6", 60, 90)], 2, new Set());
+    expect(over.violations).toHaveLength(1);
+    expect(over.violations[0]).toContain("flow key a: 3 calls at once");
+  });
+
+  it("excuses an overlap only when one of the calls is a settled lease's", () => {
+    const calls = [call("a", "1", 0, 100), call("a", "2", 10, 100), call("a", "late", 20, 100)];
+    expect(keyCapOverlaps(calls, 2, new Set(["late"]))).toEqual({ violations: [], excused: 1 });
+    expect(keyCapOverlaps(calls, 2, new Set(["other"])).violations).toHaveLength(1);
+  });
+
+  it("replays a key's token bucket: a burst of the limit, then the limit per period", () => {
+    // 5 per second: 5 at once, then one every 200 ms holds; a sixth in the first instant does not.
+    const ok = [0, 0, 0, 0, 0, 200, 400, 600, 800, 1_000];
+    expect(keyRateExcess(ok, 5, 1_000).over).toEqual([]);
+    expect(keyRateExcess([...ok, 1_000], 5, 1_000).over).toEqual([1_000]);
+    expect(keyRateExcess([0, 0, 0, 0, 0, 0], 5, 1_000).over).toEqual([0]);
+    // After a quiet second the bucket is full again.
+    expect(keyRateExcess([0, 0, 0, 0, 0, 2_000, 2_000, 2_000, 2_000, 2_000], 5, 1_000).over).toEqual([]);
   });
 });

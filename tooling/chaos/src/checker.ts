@@ -1,7 +1,7 @@
 import type pg from "pg";
-import type { ChaosSink } from "./sink.js";
+import type { ChaosSink, KeyedCall } from "./sink.js";
 import { measureStartLags } from "./start-lag.js";
-import type { Op } from "./workload.js";
+import { KEYED_QUEUES, type Op } from "./workload.js";
 
 interface PhaseRow {
   phase: string;
@@ -67,6 +67,59 @@ async function explainLag(pool: pg.Pool, op: Op, lag: number, deliveredAt: numbe
     `from the job's creation: dispatched +${ms(r?.to_dispatch)}, ${r?.to_republish === null || r?.to_republish === undefined ? "not re-published" : `re-published +${ms(r.to_republish)}`}, started +${ms(r?.to_start)} ms; ` +
     `${r?.attempts ?? 0} attempts; delivered ${deliveredAt - (op.ackedAt ?? op.createdAt)} ms after the acknowledgement`
   );
+}
+
+/**
+ * Where a key had more calls open at once than its cap, from the downstream's record of each call. An
+ * overlap is excused when one of the open calls belongs to an attempt whose lease the reaper settled (its
+ * worker froze and woke after its slot was given to the next attempt: the one documented way past a cap).
+ */
+export function keyCapOverlaps(calls: readonly KeyedCall[], cap: number, settledAttempts: ReadonlySet<string>): { violations: string[]; excused: number } {
+  const violations: string[] = [];
+  let excused = 0;
+  const byKey = new Map<string, KeyedCall[]>();
+  for (const c of calls) byKey.set(c.flowKey, [...(byKey.get(c.flowKey) ?? []), c]);
+  for (const [flowKey, keyCalls] of byKey) {
+    // Ends before starts at the same instant: a call answered at t and one arriving at t never overlap.
+    const events = keyCalls.flatMap((c) => [
+      { at: c.start, open: true, call: c },
+      { at: c.end, open: false, call: c },
+    ]).sort((a, b) => a.at - b.at || Number(a.open) - Number(b.open));
+    const open = new Set<KeyedCall>();
+    for (const e of events) {
+      if (!e.open) {
+        open.delete(e.call);
+        continue;
+      }
+      open.add(e.call);
+      if (open.size <= cap) continue;
+      if ([...open].some((c) => settledAttempts.has(c.attemptId))) excused++;
+      else violations.push(`flow key ${flowKey}: ${open.size} calls at once at ${new Date(e.at).toISOString()} (cap ${cap}), attempts ${[...open].map((c) => c.attemptId).join(", ")}`);
+    }
+  }
+  return { violations, excused };
+}
+
+/**
+ * Whether a key's dispatches (their times, ms, in any order) kept within a token bucket of `limit` tokens that
+ * refills `limit` per `periodMs`, full at the start: the claim's own rule, replayed. `slack` tokens absorb the
+ * stored times' rounding to the millisecond.
+ */
+export function keyRateExcess(times: readonly number[], limit: number, periodMs: number, slack = 0.05): { dispatches: number; over: number[] } {
+  const sorted = [...times].sort((a, b) => a - b);
+  let tokens = limit;
+  let last = sorted[0] ?? 0;
+  const over: number[] = [];
+  for (const t of sorted) {
+    tokens = Math.min(limit, tokens + ((t - last) * limit) / periodMs);
+    last = t;
+    tokens -= 1;
+    if (tokens < -slack) {
+      over.push(t);
+      tokens = 0;
+    }
+  }
+  return { dispatches: sorted.length, over };
 }
 
 const percentile = (values: number[], p: number) => {
@@ -295,6 +348,26 @@ export async function checkInvariants(args: {
     if (new Set(tokens).size !== tokens.length) violations.push(`job ${j.id}: two attempts with one fencing token`);
   }
 
+  // Flow keys: no key over its cap at the downstream (but for settled leases), none over its rate at dispatch.
+  const { rows: settled } = await pool.query<{ id: string }>(`SELECT id FROM history.attempts_all WHERE status = 'lease_expired'`);
+  const caps = keyCapOverlaps(sink.keyedCalls, KEYED_QUEUES.capped.perKeyConcurrency, new Set(settled.map((a) => a.id)));
+  violations.push(...caps.violations);
+  const { rows: ratedDispatches } = await pool.query<{ flow_key: string; at: number }>(
+    `SELECT j.flow_key, extract(epoch FROM a.dispatched_at) * 1000 AS at
+       FROM history.attempts_all a JOIN history.jobs_all j ON j.id = a.job_id
+       JOIN queues q ON q.id = j.queue_id JOIN tenants t ON t.id = q.tenant_id
+      WHERE t.name = 'keyed' AND q.name = $1`,
+    [KEYED_QUEUES.rated.name],
+  );
+  const ratedByKey = new Map<string, number[]>();
+  for (const r of ratedDispatches) ratedByKey.set(r.flow_key, [...(ratedByKey.get(r.flow_key) ?? []), Number(r.at)]);
+  let keyRateOver = 0;
+  for (const [flowKey, times] of ratedByKey) {
+    const { over } = keyRateExcess(times, KEYED_QUEUES.rated.perKeyRate.limit, KEYED_QUEUES.rated.perKeyRate.periodMs);
+    keyRateOver += over.length;
+    for (const t of over.slice(0, 5)) violations.push(`flow key ${flowKey}: dispatched over its rate at ${new Date(t).toISOString()}`);
+  }
+
   const one = async (q: string) => Number((await pool.query<{ n: string }>(q)).rows[0]!.n);
   const facts = {
     unpublishedOutboxRows: await one(`SELECT count(*) AS n FROM outbox WHERE published_at IS NULL`),
@@ -309,6 +382,10 @@ export async function checkInvariants(args: {
     webhooks: sink.webhooks.length,
     replays: await one(`SELECT count(*) AS n FROM dlq_replays`),
     replaysNotCompleted: await one(`SELECT count(*) AS n FROM dlq_replays WHERE status <> 'completed'`),
+    keyedCalls: sink.keyedCalls.length,
+    keyCapOverlapsExcused: caps.excused,
+    keyRateDispatches: ratedDispatches.length,
+    keyRateOver,
   };
   const { rows: unfinishedReplays } = await pool.query<{ id: string; status: string; status_reason: string | null; total: number; released: number; succeeded: number; failed: number }>(
     `SELECT id, status, status_reason, total, released, succeeded, failed FROM dlq_replays WHERE status <> 'completed'`,

@@ -19,9 +19,20 @@ export interface Delivery {
  *   /dep/...     503 while the dependency is down, else 200
  *   /fail/...    400 (the job dies without retrying)
  *   /hook        completion webhooks (recorded, 200)
+ *   /capped/<flow key>/...  200 after 0.2-0.6 s, each call's start and end kept per flow key (keyedCalls)
+ *   /rated/<flow key>/...   200 at once
  */
+/** A call of a keyed job at the downstream: its flow key, attempt, and when it arrived and was answered. */
+export interface KeyedCall {
+  flowKey: string;
+  attemptId: string;
+  start: number;
+  end: number;
+}
+
 export async function startChaosSink(random: () => number) {
   const deliveries: Delivery[] = [];
+  const keyedCalls: KeyedCall[] = [];
   const effects = new Map<string, { at: number; attemptId: string }>();
   const webhooks: { id: string; at: number }[] = [];
   let dependencyDown = false;
@@ -37,7 +48,12 @@ export async function startChaosSink(random: () => number) {
         return;
       }
       let status = 200;
+      const start = Date.now();
       if (path.startsWith("/slow/")) await new Promise((r) => setTimeout(r, 1_500 + random() * 1_500));
+      if (path.startsWith("/capped/")) {
+        await new Promise((r) => setTimeout(r, 200 + random() * 400));
+        keyedCalls.push({ flowKey: path.split("/")[2] ?? "", attemptId: String(req.headers["tick-attempt-id"] ?? ""), start, end: Date.now() });
+      }
       if (path.startsWith("/dep/") && dependencyDown) status = 503;
       if (path.startsWith("/fail/")) status = 400;
       const key = String(req.headers["idempotency-key"] ?? "");
@@ -57,6 +73,7 @@ export async function startChaosSink(random: () => number) {
   return {
     url: (path: string) => `http://127.0.0.1:${port}${path}`,
     deliveries,
+    keyedCalls,
     effects,
     webhooks,
     setDependencyDown(down: boolean) {

@@ -6,7 +6,13 @@ import type { Random } from "./random.js";
 import type { ChaosSink } from "./sink.js";
 
 /** What a job was created to do, and so what it must end as. */
-export type OpKind = "quiet" | "ok" | "delayed" | "slow" | "dep" | "dlq" | "fail" | "cancel" | "burst";
+export type OpKind = "quiet" | "ok" | "delayed" | "slow" | "dep" | "dlq" | "fail" | "cancel" | "burst" | "capped" | "rated";
+
+/** The keyed tenant's queues: a per-key cap and a per-key rate (the checker reads the same figures). */
+export const KEYED_QUEUES = {
+  capped: { name: "capped", perKeyConcurrency: 2, keys: 4 },
+  rated: { name: "rated", perKeyRate: { limit: 5, periodMs: 1_000 }, keys: 2 },
+} as const;
 
 export interface Op {
   key: string;
@@ -76,7 +82,14 @@ export async function createWorkload(options: { pool: pg.Pool; consoleUrl: strin
   const quiet = await createTenant(pool, consoleUrl, "quiet", { admissionRate: 1_000, admissionBurst: 1_000, maxInFlight: 100 });
   const normal = await createTenant(pool, consoleUrl, "normal", { admissionRate: 1_000, admissionBurst: 1_000, maxInFlight: 200 });
   const noisy = await createTenant(pool, consoleUrl, "noisy", { admissionRate: 20_000, admissionBurst: 20_000, maxInFlight: 200 });
-  const tenants = { quiet, normal, noisy };
+  // A tenant isolating its own customers: one queue caps each flow key's calls in flight, one its rate.
+  const keyed = await createTenant(pool, consoleUrl, "keyed", { admissionRate: 1_000, admissionBurst: 1_000, maxInFlight: 200 });
+  await pool.query(
+    `INSERT INTO queues (id, tenant_id, name, per_key_concurrency, per_key_rate_limit, per_key_rate_period_ms, updated_at)
+     VALUES (gen_random_uuid(), $1, $2, $3, NULL, NULL, now()), (gen_random_uuid(), $1, $4, NULL, $5, $6, now())`,
+    [keyed.id, KEYED_QUEUES.capped.name, KEYED_QUEUES.capped.perKeyConcurrency, KEYED_QUEUES.rated.name, KEYED_QUEUES.rated.perKeyRate.limit, KEYED_QUEUES.rated.perKeyRate.periodMs],
+  );
+  const tenants = { quiet, normal, noisy, keyed };
   const ops: Op[] = [];
   let phase = "setup";
   let stopped = false;
@@ -87,10 +100,14 @@ export async function createWorkload(options: { pool: pg.Pool; consoleUrl: strin
 
   /** Drawn once per op, so a create retried with the same key sends the same body. */
   const delayFor = (kind: OpKind) => (kind === "delayed" ? random.int(2_000, 8_000) : kind === "cancel" ? random.int(500, 2_500) : undefined);
-  const body = (kind: OpKind, key: string, delayMs?: number) => {
+  /** A keyed op's flow key, drawn from its sequence number (so a retried create sends the same one). */
+  const flowKeyOf = (kind: OpKind, n: number) => (kind === "capped" ? `ck-${n % KEYED_QUEUES.capped.keys}` : kind === "rated" ? `rk-${n % KEYED_QUEUES.rated.keys}` : undefined);
+  const body = (kind: OpKind, key: string, delayMs?: number, flowKey?: string) => {
     const cls = kind === "dlq" ? "dep" : kind === "quiet" || kind === "burst" || kind === "delayed" || kind === "cancel" ? "ok" : kind;
+    const path = flowKey ? `/${cls}/${flowKey}/${key}` : `/${cls}/${key}`;
     return {
-      target: { url: sink.url(`/${cls}/${key}`), timeoutMs: 10_000, headers: { "x-chaos-marker": HEADER_MARKER }, body: JSON.stringify({ marker: BODY_MARKER, key }) },
+      target: { url: sink.url(path), timeoutMs: 10_000, headers: { "x-chaos-marker": HEADER_MARKER }, body: JSON.stringify({ marker: BODY_MARKER, key }) },
+      ...(flowKey ? { queue: KEYED_QUEUES[kind as "capped" | "rated"].name, flowKey } : {}),
       // Signed completion webhooks for some jobs, so the tenant has a signing secret the log check looks for.
       ...(kind === "ok" ? { callbackUrl: sink.url(`/hook/${key}`) } : {}),
       dependencyKey: `sink-${cls}`,
@@ -103,14 +120,16 @@ export async function createWorkload(options: { pool: pg.Pool; consoleUrl: strin
 
   /** Creates one job, retrying with the same key until the API acknowledges it (or the run ends). */
   async function create(tenant: Tenant, kind: OpKind): Promise<Op> {
-    const key = `${tenant.name}-${kind}-${++seq}`;
+    const n = ++seq;
+    const key = `${tenant.name}-${kind}-${n}`;
+    const flowKey = flowKeyOf(kind, n);
     const delayMs = delayFor(kind);
     const op: Op = { key, tenant: tenant.name, kind, phase, createdAt: Date.now(), jobId: null, createRetries: 0, cancel: null, ...(delayMs === undefined ? {} : { delayMs }) };
     ops.push(op);
     outstanding++;
     try {
       for (;;) {
-        const res = await tenant.client.call("createJob", { body: body(kind, key, delayMs), idempotencyKey: key }).catch(() => null);
+        const res = await tenant.client.call("createJob", { body: body(kind, key, delayMs, flowKey), idempotencyKey: key }).catch(() => null);
         if (res?.ok) {
           op.jobId = res.body.id;
           op.ackedAt = Date.now();
@@ -152,6 +171,11 @@ export async function createWorkload(options: { pool: pg.Pool; consoleUrl: strin
         void create(quiet, "quiet");
         const kind = random.pick(NORMAL_MIX);
         void create(normal, kind).then((op) => (kind === "cancel" ? cancelLater(op) : undefined));
+        // Keyed work: more than a key's cap at once (each call takes 0.2-0.6 s), and more than its rate.
+        void create(keyed, "capped");
+        void create(keyed, "capped");
+        void create(keyed, "rated");
+        void create(keyed, "rated");
       }
       await sleep(200);
     }
