@@ -211,7 +211,9 @@ async function main() {
       quietLagBoundMs: 5_000,
       leaseTtlMs: LEASE_TTL_MS,
       startLagSlackMs: START_LAG_SLACK_MS,
-      heldDependencies: ["sink-dep"],
+      // The outage's dependency, and the keyed tenant's queues: their flow keys' cap and rate hold jobs by
+      // design (judged by the cap and rate checks instead).
+      heldDependencies: ["sink-dep", "sink-capped", "sink-rated"],
       dstTransition: fake ? { at: transition, zone: "Europe/Berlin", scheduleEverySeconds: 2 } : null,
     });
     // The metrics, judged against what happened.

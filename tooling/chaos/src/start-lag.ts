@@ -12,7 +12,8 @@ import type pg from "pg";
  * - an attempt after a discarded one is not judged: a requeue (open breaker, probe taken, retry budget,
  *   replay pacing) set its due time, which is not kept.
  * Jobs of a dependency the run takes down (`heldDependencies`) are not judged: the claim holds them
- * while the breaker is open, which leaves no row behind.
+ * while the breaker is open, which leaves no row behind. Nor are jobs a flow key's cap or rate holds (the
+ * keyed tenant's dependencies, passed the same way).
  */
 export interface StartLag {
   jobId: string;

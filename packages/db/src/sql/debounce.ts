@@ -2,17 +2,16 @@
 // A window is a debounces row, read and changed under a transaction-scoped advisory lock of its (queue, key),
 // so concurrent creates of one key take turns; the job a trailing window folds into is locked too, and only a
 // job still scheduled is changed (the claim skips a locked job; a job already dispatched is never changed).
+// Every statement takes a whole batch's windows at once.
 import type { JobTemplateColumns } from "./job-template.js";
 import type { JobRow } from "./jobs.js";
 import type { Queryable } from "./types.js";
 
 export interface DebounceWindow {
+  queue_id: string;
+  key: string;
   job_id: string;
   mode: "trailing" | "leading";
-  started_at: Date;
-  window_until: Date;
-  max_until: Date | null;
-  creates: number;
   /** The window's job is scheduled (locked by this transaction): a trailing create may fold into it. */
   job_scheduled: boolean;
   /** now() is before window_until (a leading window is open). */
@@ -21,105 +20,146 @@ export interface DebounceWindow {
   before_max: boolean;
 }
 
+/** A (queue, debounce key) pair: one window. */
+export interface DebounceKey {
+  queueId: string;
+  key: string;
+}
+
+const windowId = (queueId: string, key: string) => `${queueId}/${key}`;
+
 /**
- * Takes the (queue, key) debounce lock for the rest of the transaction and reads its window, if any, locking
- * the window's job when it is still scheduled.
+ * Takes the debounce locks of these windows for the rest of the transaction (in one order, so two batches
+ * sharing keys never deadlock), then reads the windows that exist, locking each window's job while it is
+ * scheduled. Keyed by `queueId/key`. The read is its own statement, so it sees every window committed before
+ * the locks were granted.
  */
-export async function lockDebounceWindow(db: Queryable, queueId: string, key: string): Promise<DebounceWindow | null> {
-  await db.query(`SELECT pg_advisory_xact_lock(hashtextextended($1::text || $2, 7411))`, [queueId, key]);
-  const { rows } = await db.query<DebounceWindow>(
-    `SELECT d.job_id, d.mode, d.started_at, d.window_until, d.max_until, d.creates,
-            EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id AND j.status = 'scheduled' FOR UPDATE) AS job_scheduled,
-            now() < d.window_until AS open,
-            (d.max_until IS NULL OR now() < d.max_until) AS before_max
-       FROM debounces d WHERE d.queue_id = $1 AND d.key = $2`,
-    [queueId, key],
+export async function lockDebounceWindows(db: Queryable, windows: readonly DebounceKey[]): Promise<Map<string, DebounceWindow>> {
+  if (windows.length === 0) return new Map();
+  const queueIds = windows.map((w) => w.queueId);
+  const keys = windows.map((w) => w.key);
+  await db.query(
+    `SELECT pg_advisory_xact_lock(hashtextextended(s.q::text || s.k, 7411))
+       FROM (SELECT DISTINCT q, k FROM unnest($1::uuid[], $2::text[]) AS x(q, k) ORDER BY q, k) s`,
+    [queueIds, keys],
   );
-  return rows[0] ?? null;
+  const { rows } = await db.query<Omit<DebounceWindow, "job_scheduled">>(
+    `SELECT d.queue_id, d.key, d.job_id, d.mode, now() < d.window_until AS open, (d.max_until IS NULL OR now() < d.max_until) AS before_max
+       FROM debounces d JOIN unnest($1::uuid[], $2::text[]) AS x(q, k) ON d.queue_id = x.q AND d.key = x.k`,
+    [queueIds, keys],
+  );
+  const { rows: scheduled } = await db.query<{ id: string }>(
+    `SELECT id FROM jobs WHERE id = ANY($1::uuid[]) AND status = 'scheduled' ORDER BY id FOR UPDATE`,
+    [rows.map((r) => r.job_id)],
+  );
+  const locked = new Set(scheduled.map((r) => r.id));
+  return new Map(rows.map((r) => [windowId(r.queue_id, r.key), { ...r, job_scheduled: locked.has(r.job_id) }]));
+}
+
+export interface DebounceFold extends DebounceKey {
+  jobId: string;
+  /** The template of the window's latest create: the job takes it. */
+  columns: JobTemplateColumns;
+  periodMs: number;
+  /** Creates folded. */
+  creates: number;
 }
 
 /**
- * A trailing create folds into its window's job (locked and scheduled: lockDebounceWindow): the job takes the
- * create's template (its payload) and is due `periodMs` from now, never past the window's max_until; the
- * window counts the create. Null when the job is no longer scheduled.
+ * Trailing creates fold into their windows' jobs (locked and scheduled: lockDebounceWindows), one statement for
+ * all: each job takes its latest create's template (its payload) and is due `periodMs` from now, never past its
+ * window's max_until; each window counts its creates. Returns the jobs changed; a job no longer scheduled is
+ * left out.
  */
-export async function foldIntoDebouncedJob(
-  db: Queryable,
-  args: { tenantId: string; queueId: string; key: string; jobId: string; columns: JobTemplateColumns; periodMs: number; creates?: number },
-): Promise<JobRow | null> {
-  const c = args.columns;
+export async function foldIntoDebouncedJobs(db: Queryable, tenantId: string, folds: readonly DebounceFold[]): Promise<JobRow[]> {
+  if (folds.length === 0) return [];
+  const input = folds.map((f) => ({ job_id: f.jobId, queue_id: f.queueId, key: f.key, period_ms: f.periodMs, creates: f.creates, ...f.columns }));
   const { rows } = await db.query<JobRow>(
-    `WITH w AS (
-       SELECT max_until FROM debounces WHERE queue_id = $2 AND key = $3
+    `WITH x AS (
+       SELECT * FROM jsonb_to_recordset($2::jsonb) AS x(job_id uuid, queue_id uuid, key text, period_ms float8, creates int, method text, url text,
+              headers jsonb, body text, timeout_ms int, max_attempts int, backoff jsonb, priority int, callback_url text, flow_key text,
+              dependency_key text, metadata jsonb)
+     ), w AS (
+       SELECT x.*, d.max_until FROM x JOIN debounces d ON d.queue_id = x.queue_id AND d.key = x.key
      ), job AS (
-       UPDATE jobs j SET method = $5, url = $6, headers = $7::jsonb, body = $8, timeout_ms = $9, max_attempts = $10, backoff = $11::jsonb,
-              priority = $12, callback_url = $13, flow_key = $14, dependency_key = $15, metadata = $16::jsonb,
-              due_at = least(now() + make_interval(secs => $17 / 1000.0), coalesce((SELECT max_until FROM w), 'infinity')),
+       UPDATE jobs j SET method = w.method, url = w.url, headers = w.headers, body = w.body, timeout_ms = w.timeout_ms,
+              max_attempts = w.max_attempts, backoff = w.backoff, priority = w.priority, callback_url = w.callback_url,
+              flow_key = w.flow_key, dependency_key = w.dependency_key, metadata = w.metadata,
+              due_at = least(now() + make_interval(secs => w.period_ms / 1000.0), coalesce(w.max_until, 'infinity')),
               version = j.version + 1, updated_at = now()
-        WHERE j.tenant_id = $1 AND j.id = $4 AND j.status = 'scheduled'
-        RETURNING j.*
+         FROM w WHERE j.tenant_id = $1 AND j.id = w.job_id AND j.status = 'scheduled'
+        RETURNING j.*, w.queue_id AS window_queue_id, w.key AS window_key, w.creates AS window_creates
      ), counted AS (
-       UPDATE debounces d SET creates = d.creates + $18, window_until = job.due_at FROM job WHERE d.queue_id = $2 AND d.key = $3
+       UPDATE debounces d SET creates = d.creates + job.window_creates, window_until = job.due_at
+         FROM job WHERE d.queue_id = job.window_queue_id AND d.key = job.window_key
      )
      SELECT job.*, q.name AS queue_name FROM job JOIN queues q ON q.id = job.queue_id`,
-    [
-      args.tenantId,
-      args.queueId,
-      args.key,
-      args.jobId,
-      c.method,
-      c.url,
-      JSON.stringify(c.headers),
-      c.body,
-      c.timeout_ms,
-      c.max_attempts,
-      JSON.stringify(c.backoff),
-      c.priority,
-      c.callback_url,
-      c.flow_key,
-      c.dependency_key,
-      JSON.stringify(c.metadata),
-      args.periodMs,
-      args.creates ?? 1,
-    ],
+    [tenantId, JSON.stringify(input)],
   );
-  return rows[0] ?? null;
+  return rows;
 }
 
-/** Opens (or reopens) the (queue, key) window on a job just created for it: from now, for periodMs, at most maxWaitMs. */
-export async function openDebounceWindow(
-  db: Queryable,
-  args: { tenantId: string; queueId: string; key: string; jobId: string; mode: "trailing" | "leading"; periodMs: number; maxWaitMs: number | null },
-): Promise<void> {
+export interface DebounceOpen extends DebounceKey {
+  jobId: string;
+  mode: "trailing" | "leading";
+  periodMs: number;
+  maxWaitMs: number | null;
+  /** The creates the new job took (its own and those of the batch folded into it). */
+  creates: number;
+}
+
+/** Opens (or reopens) windows on jobs just created for them: from now, for periodMs, at most maxWaitMs. */
+export async function openDebounceWindows(db: Queryable, tenantId: string, windows: readonly DebounceOpen[]): Promise<void> {
+  if (windows.length === 0) return;
   await db.query(
     `INSERT INTO debounces (queue_id, key, tenant_id, job_id, mode, started_at, window_until, max_until, creates)
-     VALUES ($1, $2, $3, $4, $5, now(), now() + make_interval(secs => $6 / 1000.0),
-             CASE WHEN $7::float8 IS NULL THEN NULL ELSE now() + make_interval(secs => $7 / 1000.0) END, 1)
+     SELECT x.queue_id, x.key, $1, x.job_id, x.mode, now(), now() + make_interval(secs => x.period_ms / 1000.0),
+            CASE WHEN x.max_wait_ms IS NULL THEN NULL ELSE now() + make_interval(secs => x.max_wait_ms / 1000.0) END, x.creates
+       FROM jsonb_to_recordset($2::jsonb) AS x(queue_id uuid, key text, job_id uuid, mode text, period_ms float8, max_wait_ms float8, creates int)
      ON CONFLICT (queue_id, key) DO UPDATE SET job_id = EXCLUDED.job_id, mode = EXCLUDED.mode, started_at = EXCLUDED.started_at,
-       window_until = EXCLUDED.window_until, max_until = EXCLUDED.max_until, creates = 1`,
-    [args.queueId, args.key, args.tenantId, args.jobId, args.mode, args.periodMs, args.maxWaitMs],
+       window_until = EXCLUDED.window_until, max_until = EXCLUDED.max_until, creates = EXCLUDED.creates`,
+    [
+      tenantId,
+      JSON.stringify(windows.map((w) => ({ queue_id: w.queueId, key: w.key, job_id: w.jobId, mode: w.mode, period_ms: w.periodMs, max_wait_ms: w.maxWaitMs, creates: w.creates }))),
+    ],
   );
 }
 
-/** Counts leading creates that the open window answered with the window's job. */
-export async function countDebouncedCreate(db: Queryable, queueId: string, key: string, creates: number): Promise<void> {
-  await db.query(`UPDATE debounces SET creates = creates + $3 WHERE queue_id = $1 AND key = $2`, [queueId, key, creates]);
+/** Counts leading creates that open windows answered with their jobs. */
+export async function countDebouncedCreates(db: Queryable, counts: readonly (DebounceKey & { creates: number })[]): Promise<void> {
+  if (counts.length === 0) return;
+  await db.query(
+    `UPDATE debounces d SET creates = d.creates + x.n
+       FROM unnest($1::uuid[], $2::text[], $3::int[]) AS x(q, k, n) WHERE d.queue_id = x.q AND d.key = x.k`,
+    [counts.map((c) => c.queueId), counts.map((c) => c.key), counts.map((c) => c.creates)],
+  );
+}
+
+/** The tenant's jobs by ID (the hot table), with their queue's name. */
+export async function findJobsByIds(db: Queryable, tenantId: string, ids: readonly string[]): Promise<JobRow[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query<JobRow>(
+    `SELECT j.*, q.name AS queue_name FROM jobs j JOIN queues q ON q.id = j.queue_id WHERE j.tenant_id = $1 AND j.id = ANY($2::uuid[])`,
+    [tenantId, ids],
+  );
+  return rows;
 }
 
 /**
- * Holds debounced creates' Idempotency-Keys on the job they folded into, so a retry of the same request gets
+ * Holds debounced creates' Idempotency-Keys on the jobs they folded into, so a retry of the same request gets
  * the same answer. A key taken meanwhile by a concurrent request keeps that request's job.
  */
 export async function holdDebouncedIdempotencyKeys(
   db: Queryable,
-  args: { tenantId: string; jobId: string; keys: { key: string; requestHash: string }[]; ttlMs: number },
+  args: { tenantId: string; keys: readonly { key: string; requestHash: string; jobId: string }[]; ttlMs: number },
 ): Promise<void> {
+  if (args.keys.length === 0) return;
   await db.query(
     `INSERT INTO idempotency_keys (tenant_id, key, job_id, request_hash, expires_at, debounced)
-     SELECT $1, k.key, $2, k.request_hash, now() + make_interval(secs => $5 / 1000.0), true
-       FROM unnest($3::text[], $4::text[]) AS k(key, request_hash)
+     SELECT $1, k.key, k.job_id, k.request_hash, now() + make_interval(secs => $5 / 1000.0), true
+       FROM unnest($2::text[], $3::text[], $4::uuid[]) AS k(key, request_hash, job_id)
      ON CONFLICT (tenant_id, key) DO NOTHING`,
-    [args.tenantId, args.jobId, args.keys.map((k) => k.key), args.keys.map((k) => k.requestHash), args.ttlMs],
+    [args.tenantId, args.keys.map((k) => k.key), args.keys.map((k) => k.requestHash), args.keys.map((k) => k.jobId), args.ttlMs],
   );
 }
 

@@ -177,28 +177,17 @@ async function resolveInTransaction(
   const tracestate = trace?.traceState ?? null;
   const traceOf = () => ({ traceparent: traceparent ?? formatTraceparent(childTraceContext(null)), tracestate });
 
-  // Debounced creates by window (queue and debounce key), in request order: the first of a window's items
-  // decides (fold, answer or create) and the rest of them fold into that job in one step.
+  // Debounced creates by window (queue and debounce key), a whole batch's windows at once.
   const windows = new Map<string, Prepared[]>();
   for (const p of fresh.filter((x) => x.job.debounce)) {
     const id = `${queueByName.get(p.job.queue)!.id}/${p.job.debounce!.key}`;
     windows.set(id, [...(windows.get(id) ?? []), p]);
   }
-  for (const items of windows.values()) {
-    const [first, ...rest] = items as [Prepared, ...Prepared[]];
-    const queue = queueByName.get(first.job.queue)!;
-    const outcome = await createDebounced(client, deps, tenant, first, queue, traceOf(), room > 0);
-    if (outcome === "lost") {
-      lostKeys.push(...items);
-      continue;
-    }
-    outcomes[first.index] = outcome ?? overQuota();
-    if (!outcome || !("job" in outcome)) {
-      for (const p of rest) outcomes[p.index] = overQuota();
-      continue;
-    }
-    if (outcome.status === 201) room--;
-    if (rest.length) for (const [p, o] of await foldDebouncedRest(client, deps, tenant, queue, outcome.job.id, rest)) outcomes[p.index] = o;
+  if (windows.size) {
+    const made = await createDebounced(client, deps, tenant, [...windows.values()], queueByName, traceOf, room);
+    room -= made.created;
+    for (const [p, o] of made.outcomes) outcomes[p.index] = o ?? overQuota();
+    lostKeys.push(...made.lost);
   }
   fresh = fresh.filter((x) => !x.job.debounce);
 
@@ -242,102 +231,111 @@ async function resolveInTransaction(
 }
 
 /**
- * One debounced create (docs/api.md "Debounce"), under its window's lock: a trailing create folds into the
- * window's job while it is scheduled and before the window's maxWait (the job takes this create's target and
- * is due periodMs from now); a leading create inside its open window is answered with the window's job; any
- * other opens a new window on a new job (trailing: due periodMs from now; leading: due now). Null: a new job
- * was needed and the quota has no room; "lost": its Idempotency-Key was taken by a concurrent request.
+ * Debounced creates (docs/api.md "Debounce"), a batch's windows at once under their locks. Per window (its items
+ * in request order; the first's mode and period rule it): a trailing window whose job is still scheduled and
+ * before its maxWait takes every item, the job taking the last item's target and due periodMs from now; an open
+ * leading window answers every item with its job; any other window is opened on a new job (trailing: made from
+ * the last item's template, due periodMs from now; leading: from the first's, due now), which answers the first
+ * item 201 and the rest 200. Folded and answered items carry `debouncedInto`, and their Idempotency-Keys are held on the job. An
+ * outcome of null: a new job was needed and the quota had no room; `lost`: the items whose first item's
+ * Idempotency-Key a concurrent request took (answered from that key's job by the caller).
  */
 async function createDebounced(
   client: pg.PoolClient,
   deps: JobServiceDeps,
   tenant: ApiPrincipal["tenant"],
-  p: Prepared,
-  queue: sql.QueueDefaultsRow,
-  trace: { traceparent: string; tracestate: string | null },
-  roomLeft: boolean,
-): Promise<CreateOutcome | null | "lost"> {
-  const d = p.job.debounce!;
-  const columns = sql.jobColumnsFromTemplate(p.job, queue);
-  const window = await sql.lockDebounceWindow(client, queue.id, d.key);
-  const folded = async (row: sql.JobRow): Promise<CreateOutcome> => {
-    if (p.key) await sql.holdDebouncedIdempotencyKeys(client, { tenantId: tenant.id, jobId: row.id, keys: [{ key: p.key, requestHash: p.hash }], ttlMs: deps.idempotencyTtlMs });
-    return { status: 200, job: jobView(row, queue.name), replayed: false, debouncedInto: row.id };
-  };
-  if (window && window.mode === d.mode) {
-    if (d.mode === "trailing" && window.job_scheduled && window.before_max) {
-      const row = await sql.foldIntoDebouncedJob(client, { tenantId: tenant.id, queueId: queue.id, key: d.key, jobId: window.job_id, columns, periodMs: d.periodMs });
-      if (row) return folded(row);
-    }
-    if (d.mode === "leading" && window.open) {
-      const row = await sql.findJob(client, tenant.id, window.job_id);
-      if (row) {
-        await sql.countDebouncedCreate(client, queue.id, d.key, 1);
-        return folded(row);
-      }
-    }
-  }
-  if (!roomLeft) return null;
-  const [row] = await sql.insertJobs(
-    client,
-    tenant,
-    [
-      {
-        id: randomUUID(),
-        queue_id: queue.id,
-        run_at: null,
-        delay_ms: d.mode === "trailing" ? d.periodMs : 0,
-        expires_at: p.job.expiresAt ?? null,
-        idempotency_key: p.key,
-        request_hash: p.key ? p.hash : null,
-        ...columns,
-        ...trace,
-        debounce_key: d.key,
-      },
-    ],
-    deps.idempotencyTtlMs,
-  );
-  if (!row) return "lost";
-  await sql.openDebounceWindow(client, {
-    tenantId: tenant.id,
-    queueId: queue.id,
-    key: d.key,
-    jobId: row.id,
-    mode: d.mode,
-    periodMs: d.periodMs,
-    maxWaitMs: d.maxWaitMs ?? null,
+  windows: Prepared[][],
+  queueByName: ReadonlyMap<string, sql.QueueDefaultsRow>,
+  traceOf: () => { traceparent: string; tracestate: string | null },
+  room: number,
+): Promise<{ outcomes: [Prepared, CreateOutcome | null][]; lost: Prepared[]; created: number }> {
+  const groups = windows.map((items) => {
+    const first = items[0]!;
+    const last = items[items.length - 1]!;
+    const queue = queueByName.get(first.job.queue)!;
+    // A trailing window's job carries its latest create; a leading one's, its first.
+    const source = first.job.debounce!.mode === "trailing" ? last : first;
+    return { items, first, last, source, queue, d: first.job.debounce!, columns: sql.jobColumnsFromTemplate(source.job, queue) };
   });
-  return { status: 201, job: jobView(row, queue.name), replayed: false };
-}
+  type Group = (typeof groups)[number];
+  const found = await sql.lockDebounceWindows(client, groups.map((g) => ({ queueId: g.queue.id, key: g.d.key })));
+  const windowOf = (g: Group) => found.get(`${g.queue.id}/${g.d.key}`);
+  const foldable = groups.filter((g) => {
+    const w = windowOf(g);
+    return g.d.mode === "trailing" && w?.mode === "trailing" && w.job_scheduled && w.before_max;
+  });
+  const answerable = groups.filter((g) => {
+    const w = windowOf(g);
+    return g.d.mode === "leading" && w?.mode === "leading" && w.open;
+  });
+  const outcomes: [Prepared, CreateOutcome | null][] = [];
+  const held: { key: string; requestHash: string; jobId: string }[] = [];
+  const answer = (items: Prepared[], row: sql.JobRow, queueName: string) => {
+    const job = jobView(row, queueName);
+    for (const p of items) {
+      outcomes.push([p, { status: 200, job, replayed: false, debouncedInto: row.id }]);
+      if (p.key) held.push({ key: p.key, requestHash: p.hash, jobId: row.id });
+    }
+  };
 
-/**
- * The rest of a batch's items of one debounce window, after its first item made or found `jobId` (locked by
- * this transaction): trailing items fold into it at once with the last item's target (the state a fold per
- * item would leave), leading items are answered with it. Each is answered 200 with `debouncedInto`, and its
- * Idempotency-Key, if any, is held on the job.
- */
-async function foldDebouncedRest(
-  client: pg.PoolClient,
-  deps: JobServiceDeps,
-  tenant: ApiPrincipal["tenant"],
-  queue: sql.QueueDefaultsRow,
-  jobId: string,
-  rest: Prepared[],
-): Promise<[Prepared, CreateOutcome][]> {
-  const last = rest[rest.length - 1]!;
-  const d = last.job.debounce!;
-  const row =
-    d.mode === "trailing"
-      ? await sql.foldIntoDebouncedJob(client, { tenantId: tenant.id, queueId: queue.id, key: d.key, jobId, columns: sql.jobColumnsFromTemplate(last.job, queue), periodMs: d.periodMs, creates: rest.length })
-      : await sql.findJob(client, tenant.id, jobId);
-  if (!row) return rest.map((p) => [p, failure(new AppError("conflict", "The debounced job changed concurrently; retry the request."))]);
-  if (d.mode === "leading") await sql.countDebouncedCreate(client, queue.id, d.key, rest.length);
-  const keyed = rest.filter((p) => p.key);
-  if (keyed.length) {
-    await sql.holdDebouncedIdempotencyKeys(client, { tenantId: tenant.id, jobId: row.id, keys: keyed.map((p) => ({ key: p.key!, requestHash: p.hash })), ttlMs: deps.idempotencyTtlMs });
+  const folded = new Map(
+    (
+      await sql.foldIntoDebouncedJobs(
+        client,
+        tenant.id,
+        foldable.map((g) => ({ queueId: g.queue.id, key: g.d.key, jobId: windowOf(g)!.job_id, columns: g.columns, periodMs: g.last.job.debounce!.periodMs, creates: g.items.length })),
+      )
+    ).map((r) => [r.id, r]),
+  );
+  const answered = new Map((await sql.findJobsByIds(client, tenant.id, answerable.map((g) => windowOf(g)!.job_id))).map((r) => [r.id, r]));
+  const fresh: Group[] = [];
+  for (const g of groups) {
+    const row = folded.get(windowOf(g)?.job_id ?? "") ?? (answerable.includes(g) ? answered.get(windowOf(g)!.job_id) : undefined);
+    if (row && (foldable.includes(g) || answerable.includes(g))) answer(g.items, row, g.queue.name);
+    else fresh.push(g);
   }
-  const job = jobView(row, queue.name);
-  return rest.map((p) => [p, { status: 200, job, replayed: false, debouncedInto: row.id }]);
+  await sql.countDebouncedCreates(client, answerable.filter((g) => answered.has(windowOf(g)!.job_id)).map((g) => ({ queueId: g.queue.id, key: g.d.key, creates: g.items.length })));
+
+  // New windows, as far as the quota allows: one job each, made from the window's last item.
+  const making = fresh.slice(0, Math.max(0, room));
+  for (const g of fresh.slice(making.length)) for (const p of g.items) outcomes.push([p, null]);
+  const ids = new Map(making.map((g) => [g, randomUUID()]));
+  const inserted = new Map(
+    (
+      await sql.insertJobs(
+        client,
+        tenant,
+        making.map((g) => ({
+          id: ids.get(g)!,
+          queue_id: g.queue.id,
+          run_at: null,
+          delay_ms: g.d.mode === "trailing" ? g.last.job.debounce!.periodMs : 0,
+          expires_at: g.source.job.expiresAt ?? null,
+          idempotency_key: g.first.key,
+          request_hash: g.first.key ? g.first.hash : null,
+          ...g.columns,
+          ...traceOf(),
+          debounce_key: g.d.key,
+        })),
+        deps.idempotencyTtlMs,
+      )
+    ).map((r) => [r.id, r]),
+  );
+  const lost: Prepared[] = [];
+  const opened: sql.DebounceOpen[] = [];
+  for (const g of making) {
+    const row = inserted.get(ids.get(g)!);
+    if (!row) {
+      lost.push(...g.items);
+      continue;
+    }
+    outcomes.push([g.first, { status: 201, job: jobView(row, g.queue.name), replayed: false }]);
+    if (g.items.length > 1) answer(g.items.slice(1), row, g.queue.name);
+    opened.push({ queueId: g.queue.id, key: g.d.key, jobId: row.id, mode: g.d.mode, periodMs: g.d.periodMs, maxWaitMs: g.d.maxWaitMs ?? null, creates: g.items.length });
+  }
+  await sql.openDebounceWindows(client, tenant.id, opened);
+  await sql.holdDebouncedIdempotencyKeys(client, { tenantId: tenant.id, keys: held, ttlMs: deps.idempotencyTtlMs });
+  return { outcomes, lost, created: opened.length };
 }
 
 /** A page of the tenant's jobs, newest first, with the listing's filters (GET /jobs). */
