@@ -353,7 +353,7 @@ export async function checkInvariants(args: {
   const caps = keyCapOverlaps(sink.keyedCalls, KEYED_QUEUES.capped.perKeyConcurrency, new Set(settled.map((a) => a.id)));
   violations.push(...caps.violations);
   const { rows: ratedDispatches } = await pool.query<{ flow_key: string; at: number }>(
-    `SELECT j.flow_key, extract(epoch FROM a.dispatched_at) * 1000 AS at
+    `SELECT j.flow_key, extract(epoch FROM a.claimed_at) * 1000 AS at
        FROM history.attempts_all a JOIN history.jobs_all j ON j.id = a.job_id
        JOIN queues q ON q.id = j.queue_id JOIN tenants t ON t.id = q.tenant_id
       WHERE t.name = 'keyed' AND q.name = $1`,

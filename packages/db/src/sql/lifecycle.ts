@@ -124,10 +124,10 @@ export async function moveJobsToHistory(db: Queryable, jobIds: string[]): Promis
        -- By name: history.attempts has job_finished_at before some of attempts' columns (message_id).
        INSERT INTO history.attempts (id, job_id, tenant_id, number, fencing_token, job_version, shard_epoch, status, worker_id,
               lease_expires_at, heartbeat_at, dispatched_at, started_at, finished_at, outcome, http_status, error, duration_ms,
-              late_completions, job_finished_at, message_id)
+              late_completions, job_finished_at, message_id, claimed_at)
        SELECT id, job_id, tenant_id, number, fencing_token, job_version, shard_epoch, status, worker_id,
               lease_expires_at, heartbeat_at, dispatched_at, started_at, finished_at, outcome, http_status, error, duration_ms,
-              late_completions, job_finished_at, message_id
+              late_completions, job_finished_at, message_id, claimed_at
          FROM moved_attempts RETURNING 1
      ), kept_jobs AS (
        INSERT INTO history.jobs SELECT * FROM moved RETURNING 1
