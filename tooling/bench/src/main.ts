@@ -129,7 +129,7 @@ async function main() {
       emit("key-fairness", report.scenarios.keyFairness);
     }
     if (args.only.includes("key-cap")) {
-      report.scenarios.keyCap = await capAccuracy(ctx, args.quick ? 100 : 1_000, 5);
+      report.scenarios.keyCap = await capAccuracy(ctx, args.quick ? 100 : 1_000, 10);
       emit("key-cap", report.scenarios.keyCap);
     }
     if (args.only.includes("key-rate")) {

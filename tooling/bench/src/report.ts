@@ -7,14 +7,15 @@ import type { BurnDownResult, CatchUpResult, FairnessResult, HistoryResult, Prec
 /**
  * One target of the benchmark, as written to the report: `met` is null when its scenario did not run
  * in this invocation (not run is not met). `value` is the figure judged, `limit` the bound it must
- * satisfy in the direction `op` (value >= limit, or value <= limit); `measured` says it in words.
+ * satisfy in the direction `op` (value >= limit, value <= limit, or exactly: value == limit); `measured`
+ * says it in words.
  */
 export interface Target {
   name: string;
   met: boolean | null;
   value: number | null;
   limit: number;
-  op: ">=" | "<=";
+  op: ">=" | "<=" | "==";
   measured: string;
 }
 
@@ -49,7 +50,8 @@ const ratio = (a: number, b: number) => (b > 0 ? Math.round((a / b) * 1000) / 10
 /** A target judged on a figure, or not run when the figure is missing (its scenario did not run). */
 function target(name: string, op: Target["op"], limit: number, value: number | null | undefined, measured = ""): Target {
   if (value === null || value === undefined || Number.isNaN(value)) return { name, met: null, value: null, limit, op, measured: "-" };
-  return { name, met: op === ">=" ? value >= limit : value <= limit, value, limit, op, measured: measured || String(value) };
+  const met = op === ">=" ? value >= limit : op === "<=" ? value <= limit : value === limit;
+  return { name, met, value, limit, op, measured: measured || String(value) };
 }
 
 /** The benchmark's targets (the history scenario's among them), each judged on this run's figures only. */
@@ -257,6 +259,7 @@ export function renderTables(report: BenchReport): string {
       ),
     );
   }
+  out.push(...flowKeyTables(report));
   if (report.targets?.length) {
     const verdict = (t: Target) => (t.met === null ? "not run" : t.met ? "met" : "NOT MET");
     out.push(
@@ -271,19 +274,122 @@ export function renderTables(report: BenchReport): string {
 /** The flow-key scenarios' targets (flow-keys.ts). */
 function flowKeyTargets(report: BenchReport): Target[] {
   const { keyFairness, keyCap, keyRate, debounce, keyClaim } = report.scenarios;
+  const n = (x: number) => x.toLocaleString("en");
   return [
-    target("key fairness: quiet keys' p99 beside one key's burst / alone", "<=", 1.5, keyFairness?.quietRatio, keyFairness && `${keyFairness.quietUnderBurstP99Ms} vs ${keyFairness.quietSoloP99Ms} ms (×${keyFairness.quietRatio})`),
-    target("key cap: most calls of one key at once, perKeyConcurrency 2", "<=", 2, keyCap?.maxConcurrentPerKey, keyCap && `${keyCap.maxConcurrentPerKey} over ${keyCap.keys} keys`),
-    target("key cap: throughput with keys / without", ">=", 0.8, keyCap?.throughputRatio, keyCap && `${keyCap.keyedJobsPerSecond} vs ${keyCap.plainJobsPerSecond} jobs/s (×${keyCap.throughputRatio})`),
-    target("key rate: calls per key per second, most off 5/s after the first second", "<=", 1, keyRate?.maxDeviation, keyRate && `${keyRate.keySecondsOff} of ${keyRate.keySeconds} key-seconds off by more than 1`),
     target(
-      "debounce: keys not run exactly once with their last payload",
+      `key fairness: quiet keys' p99 beside one key's ${keyFairness ? n(keyFairness.burstJobs) : "50,000"}-job burst / alone`,
+      "<=",
+      1.5,
+      keyFairness?.quietRatio,
+      keyFairness && `${keyFairness.quietUnderBurstP99Ms} vs ${keyFairness.quietSoloP99Ms} ms (×${keyFairness.quietRatio}), ${keyFairness.quietKeys} quiet keys`,
+    ),
+    target(
+      "key cap: most calls of one key at once at perKeyConcurrency 2 (exactly 2)",
+      "==",
+      2,
+      keyCap?.maxConcurrentPerKey,
+      keyCap && `${keyCap.maxConcurrentPerKey}: ${keyCap.keysAtCap} of ${n(keyCap.keys)} keys reached 2, ${keyCap.keysOverCap} went over`,
+    ),
+    target(
+      "key cap: throughput with keys / without",
+      ">=",
+      0.8,
+      keyCap?.throughputRatio,
+      keyCap && `${keyCap.keyedJobsPerSecond} vs ${keyCap.plainJobsPerSecond} jobs/s (×${keyCap.throughputRatio}), ${n(keyCap.jobs)} jobs of ${keyCap.callMs} ms`,
+    ),
+    target(
+      "key rate: calls per key in a whole second after the first, most off 5",
+      "<=",
+      1,
+      keyRate?.maxDeviation,
+      keyRate && `${keyRate.keySecondsOff} of ${n(keyRate.keySeconds)} key-seconds off by more than 1 (${keyRate.keys} keys, ${keyRate.seconds} s, two schedulers)`,
+    ),
+    target(
+      "debounce: windows not run exactly once with their last payload, or creates refused",
       "<=",
       0,
-      debounce ? debounce.keys - debounce.keysWithLastPayload : undefined,
-      debounce && `${debounce.runs} runs for ${debounce.keys} keys, ${debounce.keysWithLastPayload} with the last payload`,
+      debounce ? debounce.windows - debounce.windowsRunOnceWithLastPayload + debounce.strayRuns + debounce.createErrors : undefined,
+      debounce &&
+        `${n(debounce.runs)} runs for ${n(debounce.windows)} windows of ${n(debounce.keys)} keys: ${n(debounce.windowsRunOnceWithLastPayload)} once with the last payload, ${debounce.windowsNotRun} never, ${debounce.windowsRunTwiceOrMore} twice or more, ${debounce.strayRuns} stray; ${debounce.createErrors} creates refused`,
     ),
-    target("debounce: creates per second through the API", ">=", 10_000, debounce?.createsPerSecond, debounce && `${debounce.creates} in ${debounce.createSeconds} s`),
-    target("key claim: p50 with 100,000 keys / 10,000 jobs without keys", "<=", 1.5, keyClaim?.ratio, keyClaim && `${keyClaim.keyedP50Ms} vs ${keyClaim.plainP50Ms} ms`),
+    target(
+      `debounce: creates per second through the API (${debounce ? n(debounce.creates) : "100,000"} offered in ${debounce?.offeredSeconds ?? 10} s)`,
+      ">=",
+      debounce ? Math.round(debounce.creates / debounce.offeredSeconds) : 10_000,
+      debounce?.createsPerSecond,
+      debounce && `${n(debounce.creates)} answered in ${debounce.createSeconds} s`,
+    ),
+    target(
+      `key claim: p50 over ${keyClaim ? n(keyClaim.keyedJobs) : "1,000,000"} due jobs of ${keyClaim ? n(keyClaim.keyedKeys) : "100,000"} keys / over ${keyClaim ? n(keyClaim.plainJobs) : "10,000"} without keys`,
+      "<=",
+      1.5,
+      keyClaim?.ratio,
+      keyClaim && `p50 ${keyClaim.keyed.p50Ms} vs ${keyClaim.plain.p50Ms} ms, p99 ${keyClaim.keyed.p99Ms} vs ${keyClaim.plain.p99Ms} ms`,
+    ),
   ];
+}
+
+/** The flow-key scenarios' tables (flow-keys.ts). */
+function flowKeyTables(report: BenchReport): string[] {
+  const { keyFairness: f, keyCap: c, keyRate: r, debounce: d, keyClaim: k } = report.scenarios;
+  const out: string[] = [];
+  if (f) {
+    out.push(
+      "",
+      `Key fairness (one tenant, one queue, shard 0): ${f.quietKeys} quiet keys at 1 job/s each, alone and beside one key's burst`,
+      table(
+        ["burst jobs", "burst drained s", "quiet jobs (alone / burst)", "quiet p99 alone", "quiet p99 beside the burst", "ratio", "p99 due → claimed (alone / burst)", "p99 claimed → started (alone / burst)"],
+        [[
+          f.burstJobs, f.burstSeconds, `${f.quietJobs.solo} / ${f.quietJobs.underBurst}`, f.quietSoloP99Ms, f.quietUnderBurstP99Ms, f.quietRatio,
+          `${f.quietSplit.solo.claimP99Ms} / ${f.quietSplit.underBurst.claimP99Ms}`, `${f.quietSplit.solo.startP99Ms} / ${f.quietSplit.underBurst.startP99Ms}`,
+        ]],
+      ),
+    );
+  }
+  if (c) {
+    out.push(
+      "",
+      `Key cap: perKeyConcurrency ${c.cap}, calls of ${c.callMs} ms, most calls of one key at once at the sink; the same jobs without keys`,
+      table(
+        ["keys", "jobs", "most at once", "keys at the cap", "keys over it", "jobs/s with keys", "jobs/s without", "ratio", "mean open (of keys × cap)", "freed slot empty p50 / p99 ms"],
+        [[c.keys, c.jobs, c.maxConcurrentPerKey, c.keysAtCap, c.keysOverCap, c.keyedJobsPerSecond, c.plainJobsPerSecond, c.throughputRatio, `${c.keyedMeanOpen} (${c.keys * c.cap})`, `${c.slotRefillP50Ms} / ${c.slotRefillP99Ms}`]],
+      ),
+    );
+  }
+  if (r) {
+    const calls = Object.keys(r.histogram).map(Number).sort((a, b) => a - b);
+    out.push(
+      "",
+      `Key rate: ${r.keys} keys at perKeyRate ${r.ratePerSecond}/s for ${r.seconds} s, two schedulers; calls per key in each whole second after the first (sink clock)`,
+      table(
+        ["key-seconds", "off by more than 1", "largest deviation", "calls/s in all", ...calls.map((x) => `${x} calls`)],
+        [[r.keySeconds, r.keySecondsOff, r.maxDeviation, r.meanCallsPerSecond, ...calls.map((x) => r.histogram[String(x)]!)]],
+      ),
+    );
+  }
+  if (d) {
+    out.push(
+      "",
+      `Debounce through the API: trailing, period ${d.periodMs} ms, ${d.creates.toLocaleString("en")} creates over ${d.keys.toLocaleString("en")} keys offered in ${d.offeredSeconds} s`,
+      table(
+        ["creates/s", "seconds", "opened / folded / refused", "windows", "most a key", "runs", "once with the last payload", "never run", "twice or more", "stray"],
+        [[d.createsPerSecond, d.createSeconds, `${d.opened} / ${d.folded} / ${d.createErrors}`, d.windows, d.maxWindowsPerKey, d.runs, d.windowsRunOnceWithLastPayload, d.windowsNotRun, d.windowsRunTwiceOrMore, d.strayRuns]],
+      ),
+    );
+  }
+  if (k) {
+    out.push(
+      "",
+      "Key claim: the dispatcher's claim of 100 (rolled back), 200 times",
+      table(
+        ["due jobs", "keys", "claim p50 ms", "claim p99 ms", "claimed"],
+        [
+          [k.plainJobs, "none", k.plain.p50Ms, k.plain.p99Ms, k.plain.claimed],
+          [k.fewKeys.jobs, k.fewKeys.keys, k.fewKeys.p50Ms, k.fewKeys.p99Ms, k.fewKeys.claimed],
+          [k.keyedJobs, k.keyedKeys, k.keyed.p50Ms, k.keyed.p99Ms, k.keyed.claimed],
+        ],
+      ),
+    );
+  }
+  return out;
 }

@@ -30,8 +30,8 @@ export interface TickCluster {
    * without an Idempotency-Key header does; `key` goes in the body, where the sink reads it.
    */
   createJobs(tenant: TickTenant, jobs: { key: string; url: string; runAt?: Date }[]): Promise<void>;
-  /** Tells the due index the tenant has work due now (after jobs were inserted by other means). */
-  noteDue(tenant: TickTenant): Promise<void>;
+  /** Tells the due index the tenant has work due at `at` (default now), after jobs were inserted by other means. */
+  noteDue(tenant: TickTenant, at?: number): Promise<void>;
   startScheduler(env?: Record<string, string>): Promise<void>;
   startWorker(env?: Record<string, string>): Promise<void>;
   /** Resident memory of each process, from its own /metrics (process_resident_memory_bytes). */
@@ -117,7 +117,7 @@ export async function startTickCluster(options: { databaseUrl: string; redisUrl:
         if (created.length) await dueIndex.noteDue(tenant.shard, tenant.id, Math.min(...created.map((r) => r.due_at.getTime())));
       }
     },
-    noteDue: (tenant) => dueIndex.noteDue(tenant.shard, tenant.id, Date.now()),
+    noteDue: (tenant, at) => dueIndex.noteDue(tenant.shard, tenant.id, at ?? Date.now()),
     startScheduler: (env = {}) => launch("scheduler", env),
     startWorker: (env = {}) => launch("worker", env),
     async memory() {
