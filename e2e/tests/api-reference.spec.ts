@@ -15,16 +15,17 @@ test("the API reference is public and documents operations, scopes and schemas",
   await expect(createJob.getByTestId("required-scope")).toHaveText("jobs:write");
   await expect(createJob.getByText("https://tick.dev/problems/idempotency-key-reused")).toBeVisible();
 
-  const jobSchema = page.locator("section#schema-Job");
-  await expect(jobSchema.getByRole("heading", { name: "Job", exact: true })).toBeAttached();
+  const jobSchema = page.locator("section#schema-CreatedJob");
+  await expect(jobSchema.getByRole("heading", { name: "CreatedJob", exact: true })).toBeAttached();
 
-  // The 201 response's body is a $ref to Job: a link to the schema's anchor, not an inline expansion.
-  const jobRef = createJob.getByRole("link", { name: "Job", exact: true }).first();
-  await expect(jobRef).toHaveAttribute("href", "#schema-Job");
+  // The 201 response's body is a $ref to CreatedJob (a Job, and debouncedInto): a link to the schema's anchor, not
+  // an inline expansion.
+  const jobRef = createJob.getByRole("link", { name: "CreatedJob", exact: true }).first();
+  await expect(jobRef).toHaveAttribute("href", "#schema-CreatedJob");
   await jobRef.click();
-  await expect(page).toHaveURL(/\/docs\/api#schema-Job$/);
+  await expect(page).toHaveURL(/\/docs\/api#schema-CreatedJob$/);
   await expect(jobSchema).toBeInViewport();
-  await expect(jobSchema.getByRole("heading", { name: "Job", exact: true })).toBeVisible();
+  await expect(jobSchema.getByRole("heading", { name: "CreatedJob", exact: true })).toBeVisible();
 
   await page.goto("/docs/api");
   await page.screenshot({ path: "test-results/api-reference.png" });

@@ -132,6 +132,19 @@ describe("per-key limits", () => {
     expect((await inFlight(t.queueId)).get("k3")).toBe(2);
   });
 
+  it("finds a slot freed behind keys at their cap: keys at their cap do not use up the scan", async () => {
+    const t = await w.createTenant();
+    await w.pool.query(`UPDATE queues SET per_key_concurrency = 1 WHERE id = $1`, [t.queueId]);
+    for (let i = 0; i < 10; i++) await insertKeyed(t, `k${i}`, 2);
+    const first = await claim(t, 100);
+    expect(first).toHaveLength(10);
+    // The last key's slot frees; the scan starts after it and meets nine keys at their cap first.
+    await requeue(first.find((r) => r.flow_key === "k9")!);
+    await w.pool.query(`UPDATE jobs SET due_at = now() - interval '1 second' WHERE flow_key = 'k9' AND status = 'scheduled'`);
+    const again = await claim(t, 3);
+    expect(again.map((r) => r.flow_key)).toEqual(["k9"]);
+  });
+
   it("an override raises or lowers one key's cap, and a paused key holds its jobs until resumed", async () => {
     const t = await w.createTenant();
     await w.pool.query(`UPDATE queues SET per_key_concurrency = 2 WHERE id = $1`, [t.queueId]);

@@ -84,9 +84,18 @@ const nextDueKey = (queue: string, after: string) =>
      ORDER BY j.flow_key LIMIT 1)`;
 
 /**
+ * Whether a key has room by its cap and pause (its bucket is read later), as an SQL expression: a key without a
+ * flow_keys row has nothing in flight and no override.
+ */
+const keyHasRoom = (queue: string, key: string, kq: string) =>
+  `coalesce((SELECT NOT fk.paused AND (coalesce(fk.concurrency, ${kq}.per_key_concurrency) IS NULL OR fk.in_flight < coalesce(fk.concurrency, ${kq}.per_key_concurrency))
+               FROM flow_keys fk WHERE fk.queue_id = ${queue} AND fk.key = ${key}), true)`;
+
+/**
  * The claim's candidates when the tenant has a queue with keyed jobs ($9: each queue's round-robin cursor).
  * A keyed queue is shared between its keys round-robin: the key scan (kscan) walks the keys with due jobs from
- * the key after the cursor, wrapping around, at most the queue's room of them; each key's room is its cap
+ * the key after the cursor, wrapping around, until it has the queue's room of keys with room (at most 4 × room
+ * keys in all, so a freed slot behind keys at their cap is found soon, at a bounded cost); each key's room is its cap
  * (override, else the queue's perKeyConcurrency) less its attempts in flight (flow_keys.in_flight), and its
  * rate bucket's whole tokens, nothing while it is paused; each key gives at most weight × the turns the room
  * allows (room ÷ keys with room). Candidates are ranked by priority, then turn (a key's n-th job is in turn
@@ -101,18 +110,21 @@ function keyedCandidates(dueOfKey: (queue: string, key: string) => string, due: 
               coalesce($9::jsonb ->> r.queue_id::text, '') AS cursor
          FROM room r JOIN queues q ON q.id = r.queue_id
         WHERE r.keyed AND r.room > 0
-     ), kscan(queue_id, k, n, wrapped) AS (
-       SELECT kq.queue_id, f.k, 1, f.wrapped FROM kq CROSS JOIN LATERAL (
+     ), kscan(queue_id, k, n, open, wrapped) AS (
+       -- open: keys visited so far with room by their cap and pause (the scan stops at the queue's room of them,
+       -- or after 4 × room keys, so keys at their cap neither use up the scan nor make it long).
+       SELECT kq.queue_id, f.k, 1, CASE WHEN ${keyHasRoom("kq.queue_id", "f.k", "kq")} THEN 1 ELSE 0 END, f.wrapped FROM kq CROSS JOIN LATERAL (
          SELECT CASE WHEN a.k IS NOT NULL THEN a.k ELSE ${nextDueKey("kq.queue_id", "''")} END AS k, a.k IS NULL AS wrapped
            FROM (SELECT ${nextDueKey("kq.queue_id", "kq.cursor")} AS k) a
        ) f
        UNION ALL
-       SELECT s.queue_id, f.k, s.n + 1, f.wrapped FROM kscan s JOIN kq ON kq.queue_id = s.queue_id CROSS JOIN LATERAL (
+       SELECT s.queue_id, f.k, s.n + 1, s.open + CASE WHEN ${keyHasRoom("s.queue_id", "f.k", "kq")} THEN 1 ELSE 0 END, f.wrapped
+         FROM kscan s JOIN kq ON kq.queue_id = s.queue_id CROSS JOIN LATERAL (
          SELECT CASE WHEN a.k IS NOT NULL OR s.wrapped THEN a.k ELSE ${nextDueKey("s.queue_id", "''")} END AS k,
                 (s.wrapped OR a.k IS NULL) AS wrapped
            FROM (SELECT ${nextDueKey("s.queue_id", "s.k")} AS k) a
        ) f
-        WHERE s.k IS NOT NULL AND (NOT s.wrapped OR s.k < kq.cursor) AND s.n < kq.room
+        WHERE s.k IS NOT NULL AND (NOT s.wrapped OR s.k < kq.cursor) AND s.open < kq.room AND s.n < 4 * kq.room
      ), kstate AS (
        SELECT s.queue_id, s.k, s.n, greatest(coalesce(fk.weight, 1), 1) AS weight, tb.avail,
               CASE WHEN coalesce(fk.paused, false) THEN 0
