@@ -1,7 +1,7 @@
 import type pg from "pg";
-import type { ChaosSink, KeyedCall } from "./sink.js";
+import type { ChaosSink, Delivery, KeyedCall } from "./sink.js";
 import { measureStartLags } from "./start-lag.js";
-import { KEYED_QUEUES, type Op } from "./workload.js";
+import { KEYED_QUEUES, type DebounceAnswer, type Op } from "./workload.js";
 
 interface PhaseRow {
   phase: string;
@@ -42,7 +42,22 @@ export interface Verdict {
   /** Every broken invariant, in words; empty means the run passed. */
   violations: string[];
   facts: Record<string, number>;
+  flowKeys: FlowKeySummary;
 }
+
+/** What the flow-key checks saw, for the report. */
+interface FlowKeySummary {
+  capped: { cap: number; keys: number; calls: number; maxAtOnce: number; settledLeases: number; overlapsExcused: number; excusedAttempts: string[]; violations: number };
+  rated: { limit: number; periodMs: number; keys: number; claims: number; maxInPeriod: number; periodBound: number; overBucket: number; keysOverPeriodBound: number };
+  debounce: Omit<DebounceVerdict, "violations" | "lost"> & { lost: number; violations: number };
+}
+
+/**
+ * How much earlier than the claim of a trailing window's job the key's next window may open (its job's created_at)
+ * before it counts as two windows at once: the create's transaction takes its time when it begins, then may wait
+ * for that claim's commit (checkDebounceWindows).
+ */
+const DEBOUNCE_CLAIM_TOLERANCE_MS = 1_000;
 
 /**
  * One job's path from the create request to its first delivery, in ms: the API's acknowledgement, then
@@ -70,21 +85,34 @@ async function explainLag(pool: pg.Pool, op: Op, lag: number, deliveredAt: numbe
 }
 
 /**
- * Where a key had more calls open at once than its cap, from the downstream's record of each call. An
- * overlap is excused when one of the open calls belongs to an attempt whose lease the reaper settled (its
- * worker froze and woke after its slot was given to the next attempt: the one documented way past a cap).
+ * Where a key had more calls open at once than its cap, from the downstream's record of each call. A call is
+ * recorded from its arrival to its answer, which lies inside its attempt's span from the claim to the attempt's
+ * end: the span the claim counts against the key (flow_keys.in_flight). The one documented way past a cap: a
+ * worker frozen past its lease, whose attempt the reaper settled (lease_expired) and whose slot went to the next
+ * attempt, wakes and sends its request anyway. Such a call no longer holds a slot, so an overlap is excused when
+ * the calls of attempts not settled that way still fit the cap; any other overlap is a violation. Counted per
+ * call that took a key past its cap.
  */
-export function keyCapOverlaps(calls: readonly KeyedCall[], cap: number, settledAttempts: ReadonlySet<string>): { violations: string[]; excused: number } {
+export function keyCapOverlaps(
+  calls: readonly KeyedCall[],
+  cap: number,
+  settledAttempts: ReadonlySet<string>,
+): { violations: string[]; excused: number; excusedAttempts: string[]; maxAtOnce: number } {
   const violations: string[] = [];
   let excused = 0;
+  const excusedAttempts = new Set<string>();
+  /** The most calls at once of one key that held slots (settled attempts' calls left out): at most the cap. */
+  let maxAtOnce = 0;
   const byKey = new Map<string, KeyedCall[]>();
   for (const c of calls) byKey.set(c.flowKey, [...(byKey.get(c.flowKey) ?? []), c]);
   for (const [flowKey, keyCalls] of byKey) {
     // Ends before starts at the same instant: a call answered at t and one arriving at t never overlap.
-    const events = keyCalls.flatMap((c) => [
-      { at: c.start, open: true, call: c },
-      { at: c.end, open: false, call: c },
-    ]).sort((a, b) => a.at - b.at || Number(a.open) - Number(b.open));
+    const events = keyCalls
+      .flatMap((c) => [
+        { at: c.start, open: true, call: c },
+        { at: c.end, open: false, call: c },
+      ])
+      .sort((a, b) => a.at - b.at || Number(a.open) - Number(b.open));
     const open = new Set<KeyedCall>();
     for (const e of events) {
       if (!e.open) {
@@ -92,34 +120,262 @@ export function keyCapOverlaps(calls: readonly KeyedCall[], cap: number, settled
         continue;
       }
       open.add(e.call);
+      const holding = [...open].filter((c) => !settledAttempts.has(c.attemptId));
+      maxAtOnce = Math.max(maxAtOnce, holding.length);
       if (open.size <= cap) continue;
-      if ([...open].some((c) => settledAttempts.has(c.attemptId))) excused++;
-      else violations.push(`flow key ${flowKey}: ${open.size} calls at once at ${new Date(e.at).toISOString()} (cap ${cap}), attempts ${[...open].map((c) => c.attemptId).join(", ")}`);
+      if (holding.length <= cap) {
+        excused++;
+        for (const c of open) if (settledAttempts.has(c.attemptId)) excusedAttempts.add(c.attemptId);
+      } else {
+        violations.push(
+          `flow key ${flowKey}: ${open.size} calls at once at ${new Date(e.at).toISOString()} (cap ${cap}; ${holding.length} of them of attempts no reaper settled), ` +
+            `attempts ${[...open].map((c) => `${c.attemptId}${settledAttempts.has(c.attemptId) ? " (lease settled)" : ""}`).join(", ")}`,
+        );
+      }
     }
   }
-  return { violations, excused };
+  return { violations, excused, excusedAttempts: [...excusedAttempts], maxAtOnce };
 }
 
 /**
- * Whether a key's dispatches (their times, ms, in any order) kept within a token bucket of `limit` tokens that
- * refills `limit` per `periodMs`, full at the start: the claim's own rule, replayed. `slack` tokens absorb the
- * stored times' rounding to the millisecond.
+ * Whether a key's claims (their times, ms, in any order) kept within its token bucket: `limit` tokens, refilled
+ * `limit` per `periodMs`, full at the start, one token per claim: the claim's own rule (flow_key_buckets),
+ * replayed. The database keeps the bucket's time (tokens_at) and the attempts' claim times to the millisecond but
+ * refills from its exact clock, so each claim may have had up to half a millisecond more refill than the rounded
+ * times show: the replay grants that, and reports a claim only when even the most generous reading of the
+ * clock leaves no token for it.
  */
-export function keyRateExcess(times: readonly number[], limit: number, periodMs: number, slack = 0.05): { dispatches: number; over: number[] } {
+export function keyRateExcess(times: readonly number[], limit: number, periodMs: number): { dispatches: number; over: number[] } {
+  const perMs = limit / periodMs;
   const sorted = [...times].sort((a, b) => a - b);
   let tokens = limit;
   let last = sorted[0] ?? 0;
   const over: number[] = [];
   for (const t of sorted) {
-    tokens = Math.min(limit, tokens + ((t - last) * limit) / periodMs);
+    tokens = Math.min(limit, tokens + (t - last + 0.5) * perMs) - 1;
     last = t;
-    tokens -= 1;
-    if (tokens < -slack) {
+    if (tokens < -1e-9) {
       over.push(t);
       tokens = 0;
     }
   }
   return { dispatches: sorted.length, over };
+}
+
+/**
+ * The most claims a token bucket of `limit` tokens refilled `limit` per `periodMs` allows in any closed window of
+ * `windowMs`: what the bucket holds at the window's start (at most `limit`) plus what it refills during the window,
+ * limit + r·windowMs with r = limit / periodMs; one period: 2 × limit (a full burst, then a period's refill).
+ * Against times kept to the millisecond, the window's rounded ends may hide 1 ms more, and each of the window's n
+ * claims may have refilled half a millisecond more (keyRateExcess), so n ≤ limit + r·(windowMs + 1 + n/2):
+ * n ≤ (limit + r·(windowMs + 1)) / (1 − r/2), whose whole part is the bound (still 2 × limit for one period
+ * at rates under a few hundred a second).
+ */
+export function tokenBucketWindowBound(limit: number, periodMs: number, windowMs: number): number {
+  const perMs = limit / periodMs;
+  return Math.floor((limit + perMs * (windowMs + 1)) / (1 - perMs / 2) + 1e-9);
+}
+
+/** The most of these times (ms) in one closed window [t, t + windowMs], and where that window starts. */
+export function maxInWindow(times: readonly number[], windowMs: number): { count: number; at: number | null } {
+  const sorted = [...times].sort((a, b) => a - b);
+  let best = { count: 0, at: null as number | null };
+  for (let i = 0, j = 0; j < sorted.length; j++) {
+    while (sorted[j]! - sorted[i]! > windowMs) i++;
+    if (j - i + 1 > best.count) best = { count: j - i + 1, at: sorted[i]! };
+  }
+  return best;
+}
+
+/** A debounced job as the database holds it (times by the database clock, ms). */
+export interface DebounceJobFacts {
+  id: string;
+  debounceKey: string | null;
+  idempotencyKey: string | null;
+  status: string;
+  createdAt: number;
+  /** Its attempts, in order: each one's ID, status and claim time. */
+  attempts: { id: string; status: string; claimedAt: number }[];
+}
+
+/** A debounce key's rule, as the workload's creates asked for it. */
+export interface DebounceRule {
+  key: string;
+  mode: "trailing" | "leading";
+  periodMs: number;
+  maxWaitMs?: number;
+}
+
+/** An acknowledged debounced create: its Idempotency-Key, the job its answer named, and the answer. */
+export interface DebounceCreate {
+  opKey: string;
+  jobId: string;
+  answer: DebounceAnswer;
+}
+
+export interface DebounceVerdict {
+  violations: string[];
+  /** Creates whose payload never ran where it had to (their job is missing, did not succeed, or ran another create's payload). */
+  lost: Set<string>;
+  /** The windows' jobs (one per window), the creates, and the creates folded or answered into a job another create opened. */
+  windows: number;
+  creates: number;
+  folded: number;
+  /** Trailing windows whose job became due at its maxWait, its creates still coming. */
+  closedByMaxWait: number;
+  /** Creates folded into a job after its first claim: it had gone back to scheduled to retry (not a violation; see below). */
+  foldedIntoRetry: number;
+  /** The least time between a trailing window's job being claimed and the key's next window opening (may be negative within the tolerance). */
+  minNextWindowAfterClaimMs: number | null;
+}
+
+/**
+ * Debounced keys, one window at a time (docs/api.md "Debounce"), judged from each create's answer, the jobs and
+ * their attempts, and what the downstream received. A key's creates are sent one at a time, so their order is the
+ * order the API took them in. Millisecond rounding of the database's times is allowed for (1 ms).
+ *
+ * Every key, every window (the job a create opened, with the creates answered with it):
+ * - each create's job exists, is of its debounce key, and the first create answered with it is the one that opened
+ *   it (its Idempotency-Key is the job's); a key's creates go to its windows in order, never back to an earlier one;
+ * - the job succeeded once (one successful attempt), and that attempt's request reached the downstream carrying
+ *   the payload it had to: a trailing window's latest create's, a leading window's first create's (a leading job
+ *   is never changed, so every one of its requests carries it); no other job's request had an effect under its
+ *   Idempotency-Key.
+ * Trailing (due periodMs after each create, never past the first create + maxWaitMs):
+ * - every due time an answer showed lies in [job created + periodMs, job created + maxWaitMs], and the job's last
+ *   claim (the run that succeeded) came no earlier than the latest of them;
+ * - a key's next window opens only once the job of the one before was claimed (its creates fold while it waits)
+ *   or that window reached its maxWait: a next job created more than `claimToleranceMs` before the previous one's
+ *   claim, and before its maxWait, is two windows at once. The tolerance covers what the database's clock cannot
+ *   order: a create's transaction takes its time (created_at) when it begins, and may begin before the claim
+ *   whose commit it then waits for.
+ * Leading (the first create's job due at once, later creates within periodMs answered with it):
+ * - a key's next window opens periodMs or more after the one before it.
+ * A trailing job back in `scheduled` to retry (its attempt failed or its lease was settled) still takes creates, as
+ * the fold's statement has it (a job whose status is scheduled); such creates are counted, not judged.
+ */
+export function checkDebounceWindows(args: {
+  creates: readonly DebounceCreate[];
+  jobs: readonly DebounceJobFacts[];
+  deliveries: readonly Delivery[];
+  /** Every attempt's job, for effects under a window's Idempotency-Key that came from some other job. */
+  attemptJob: ReadonlyMap<string, string>;
+  rules: readonly DebounceRule[];
+  claimToleranceMs: number;
+}): DebounceVerdict {
+  const v: DebounceVerdict = { violations: [], lost: new Set(), windows: 0, creates: args.creates.length, folded: 0, closedByMaxWait: 0, foldedIntoRetry: 0, minNextWindowAfterClaimMs: null };
+  const jobById = new Map(args.jobs.map((j) => [j.id, j]));
+  const deliveriesOfAttempt = new Map<string, Delivery[]>();
+  const deliveriesOfKey = new Map<string, Delivery[]>();
+  for (const d of args.deliveries) {
+    deliveriesOfAttempt.set(d.attemptId, [...(deliveriesOfAttempt.get(d.attemptId) ?? []), d]);
+    deliveriesOfKey.set(d.key, [...(deliveriesOfKey.get(d.key) ?? []), d]);
+  }
+  const createsOfJob = new Map<string, DebounceCreate[]>();
+  for (const c of args.creates) {
+    const job = jobById.get(c.jobId);
+    if (!job) {
+      v.lost.add(c.opKey);
+      v.violations.push(`debounce ${c.answer.key}: create ${c.opKey} was answered with job ${c.jobId}, which does not exist`);
+      continue;
+    }
+    if (job.debounceKey !== c.answer.key) {
+      v.lost.add(c.opKey);
+      v.violations.push(`debounce ${c.answer.key}: create ${c.opKey} was answered with job ${c.jobId} of debounce key ${job.debounceKey ?? "(none)"}`);
+      continue;
+    }
+    createsOfJob.set(job.id, [...(createsOfJob.get(job.id) ?? []), c]);
+  }
+
+  for (const rule of args.rules) {
+    const windows = args.jobs
+      .filter((j) => j.debounceKey === rule.key && createsOfJob.has(j.id))
+      .sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+    const where = (j: DebounceJobFacts) => `debounce ${rule.key} (${rule.mode}): job ${j.id}`;
+    let previous: { job: DebounceJobFacts; last: DebounceCreate } | null = null;
+    for (const job of windows) {
+      v.windows++;
+      const creates = createsOfJob.get(job.id)!.sort((a, b) => a.answer.seq - b.answer.seq);
+      v.folded += creates.length - 1;
+      const first = creates[0]!;
+      const last = creates.at(-1)!;
+      const owed = rule.mode === "trailing" ? last : first;
+      const lose = (c: DebounceCreate, why: string) => {
+        v.lost.add(c.opKey);
+        v.violations.push(`${where(job)}: ${why}`);
+      };
+      if (job.idempotencyKey !== first.opKey) {
+        v.violations.push(`${where(job)}: opened by ${job.idempotencyKey ?? "a create without a key"}, yet ${first.opKey}, an earlier create, was answered with it`);
+      }
+      if (previous && first.answer.seq <= previous.last.answer.seq) {
+        v.violations.push(
+          `${where(job)}: create ${previous.last.opKey} (#${previous.last.answer.seq}) went to the window before this one (${previous.job.id}) after create ${first.opKey} (#${first.answer.seq}) had gone to this one`,
+        );
+      }
+
+      // Ran once, with the payload it owed.
+      const succeeded = job.attempts.filter((a) => a.status === "succeeded");
+      if (job.status !== "succeeded" || succeeded.length !== 1) {
+        for (const c of creates) v.lost.add(c.opKey);
+        v.violations.push(`${where(job)}: ended ${job.status} with ${succeeded.length} successful attempts (one run per window expected; ${creates.length} creates went to it)`);
+      } else {
+        const ran = (deliveriesOfAttempt.get(succeeded[0]!.id) ?? []).filter((d) => d.status === 200);
+        if (ran.length === 0) lose(owed, `succeeded without a request at the downstream`);
+        else if (ran.some((d) => d.path !== owed.answer.path)) {
+          lose(owed, `ran ${ran.find((d) => d.path !== owed.answer.path)!.path}, not the payload of ${owed.opKey} (${rule.mode === "trailing" ? "the window's latest create" : "the create that opened it"})`);
+        }
+      }
+      const paths = new Set(creates.map((c) => c.answer.path));
+      for (const a of job.attempts) {
+        for (const d of deliveriesOfAttempt.get(a.id) ?? []) {
+          if (rule.mode === "leading" ? d.path !== first.answer.path : !paths.has(d.path)) {
+            v.violations.push(`${where(job)}: attempt ${a.id} sent ${d.path}, which no create of this window ${rule.mode === "leading" ? "opened it with" : "asked for"}`);
+          }
+        }
+      }
+      for (const d of deliveriesOfKey.get(job.idempotencyKey ?? "") ?? []) {
+        const of = args.attemptJob.get(d.attemptId);
+        if (d.status === 200 && of !== job.id) v.violations.push(`${where(job)}: an effect under its Idempotency-Key came from ${of ? `job ${of}` : `an unknown attempt ${d.attemptId}`}`);
+      }
+
+      const claims = job.attempts.map((a) => a.claimedAt);
+      const firstClaim = claims.length ? Math.min(...claims) : null;
+      const lastClaim = claims.length ? Math.max(...claims) : null;
+      if (rule.mode === "trailing") {
+        const maxWaitMs = rule.maxWaitMs ?? Infinity;
+        const dues = creates.flatMap((c) => (c.answer.dueAt === null ? [] : [{ c, dueAt: c.answer.dueAt }]));
+        for (const { c, dueAt } of dues) {
+          if (dueAt < job.createdAt + rule.periodMs - 1 || dueAt > job.createdAt + maxWaitMs + 1) {
+            v.violations.push(`${where(job)}: create ${c.opKey} made it due ${dueAt - job.createdAt} ms after the window opened (period ${rule.periodMs} ms, maxWait ${maxWaitMs} ms)`);
+          }
+          if (firstClaim !== null && dueAt > firstClaim + 1) v.foldedIntoRetry++;
+        }
+        const latestDue = Math.max(...dues.map((d) => d.dueAt));
+        if (dues.length && lastClaim !== null && lastClaim < latestDue - 1) {
+          v.violations.push(`${where(job)}: claimed ${latestDue - lastClaim} ms before the due time its latest create gave it`);
+        }
+        if (dues.some((d) => d.dueAt >= job.createdAt + maxWaitMs - 1)) v.closedByMaxWait++;
+        if (previous) {
+          const prevClaim = previous.job.attempts.length ? Math.min(...previous.job.attempts.map((a) => a.claimedAt)) : null;
+          const beforeMaxWait = job.createdAt < previous.job.createdAt + maxWaitMs - 1;
+          if (prevClaim !== null && beforeMaxWait) {
+            const after = job.createdAt - prevClaim;
+            v.minNextWindowAfterClaimMs = Math.min(v.minNextWindowAfterClaimMs ?? after, after);
+          }
+          if (beforeMaxWait && (prevClaim === null || job.createdAt < prevClaim - args.claimToleranceMs)) {
+            v.violations.push(
+              `${where(job)}: opened ${prevClaim === null ? "while the window before it, whose job never ran, was open" : `${prevClaim - job.createdAt} ms before the job of the window before it (${previous.job.id}) was claimed`}, ` +
+                `${job.createdAt - previous.job.createdAt} ms into that window (maxWait ${maxWaitMs} ms): two windows at once`,
+            );
+          }
+        }
+      } else if (previous && job.createdAt < previous.job.createdAt + rule.periodMs - 1) {
+        v.violations.push(`${where(job)}: opened ${job.createdAt - previous.job.createdAt} ms after the window before it (${previous.job.id}), within its period of ${rule.periodMs} ms`);
+      }
+      previous = { job, last };
+    }
+  }
+  return v;
 }
 
 const percentile = (values: number[], p: number) => {
@@ -187,6 +443,8 @@ export async function checkInvariants(args: {
       // Never acknowledged (the run ended mid-outage): it may or may not exist, but at most once (above).
       continue;
     }
+    // A debounced create may be folded into a job another create opened: judged per window below.
+    if (op.kind === "debounced") continue;
     row.jobs++;
     const job = jobById.get(op.jobId);
     const lose = (why: string) => {
@@ -348,12 +606,17 @@ export async function checkInvariants(args: {
     if (new Set(tokens).size !== tokens.length) violations.push(`job ${j.id}: two attempts with one fencing token`);
   }
 
-  // Flow keys: no key over its cap at the downstream (but for settled leases), none over its rate at dispatch.
-  const { rows: settled } = await pool.query<{ id: string }>(`SELECT id FROM history.attempts_all WHERE status = 'lease_expired'`);
+  // Flow keys: no key over its cap at the downstream (but beside settled leases), none over its rate at the claim.
+  const { rows: settled } = await pool.query<{ id: string; capped: boolean }>(
+    `SELECT a.id, q.name = $1 AS capped
+       FROM history.attempts_all a JOIN history.jobs_all j ON j.id = a.job_id JOIN queues q ON q.id = j.queue_id
+      WHERE a.status = 'lease_expired' OR a.outcome = 'lease_expired'`,
+    [KEYED_QUEUES.capped.name],
+  );
   const caps = keyCapOverlaps(sink.keyedCalls, KEYED_QUEUES.capped.perKeyConcurrency, new Set(settled.map((a) => a.id)));
   violations.push(...caps.violations);
-  const { rows: ratedDispatches } = await pool.query<{ flow_key: string; at: number }>(
-    `SELECT j.flow_key, extract(epoch FROM a.claimed_at) * 1000 AS at
+  const { rows: ratedDispatches } = await pool.query<{ flow_key: string; at: string }>(
+    `SELECT j.flow_key, (extract(epoch FROM a.claimed_at) * 1000)::bigint::text AS at
        FROM history.attempts_all a JOIN history.jobs_all j ON j.id = a.job_id
        JOIN queues q ON q.id = j.queue_id JOIN tenants t ON t.id = q.tenant_id
       WHERE t.name = 'keyed' AND q.name = $1`,
@@ -361,11 +624,60 @@ export async function checkInvariants(args: {
   );
   const ratedByKey = new Map<string, number[]>();
   for (const r of ratedDispatches) ratedByKey.set(r.flow_key, [...(ratedByKey.get(r.flow_key) ?? []), Number(r.at)]);
+  const { limit, periodMs } = KEYED_QUEUES.rated.perKeyRate;
+  const windowBound = tokenBucketWindowBound(limit, periodMs, periodMs);
   let keyRateOver = 0;
+  let keyRateMaxInPeriod = 0;
+  let keyRateKeysOverWindow = 0;
   for (const [flowKey, times] of ratedByKey) {
-    const { over } = keyRateExcess(times, KEYED_QUEUES.rated.perKeyRate.limit, KEYED_QUEUES.rated.perKeyRate.periodMs);
+    const { over } = keyRateExcess(times, limit, periodMs);
     keyRateOver += over.length;
-    for (const t of over.slice(0, 5)) violations.push(`flow key ${flowKey}: dispatched over its rate at ${new Date(t).toISOString()}`);
+    for (const t of over.slice(0, 5)) violations.push(`flow key ${flowKey}: claimed with no token left in its bucket (${limit} per ${periodMs} ms) at ${new Date(t).toISOString()}`);
+    const most = maxInWindow(times, periodMs);
+    keyRateMaxInPeriod = Math.max(keyRateMaxInPeriod, most.count);
+    if (most.count > windowBound) {
+      keyRateKeysOverWindow++;
+      violations.push(`flow key ${flowKey}: ${most.count} claims within ${periodMs} ms from ${new Date(most.at!).toISOString()} (a bucket of ${limit} per ${periodMs} ms allows ${windowBound})`);
+    }
+  }
+
+  // Debounce: each window ran once, with the payload it owed (checkDebounceWindows).
+  const { rows: debouncedRows } = await pool.query<{ id: string; debounce_key: string; idempotency_key: string | null; status: string; created_ms: string; attempts: { id: string; status: string; claimed_ms: number }[] }>(
+    `SELECT j.id, j.debounce_key, j.idempotency_key, j.status, (extract(epoch FROM j.created_at) * 1000)::bigint::text AS created_ms,
+            coalesce((SELECT json_agg(json_build_object('id', a.id, 'status', a.status, 'claimed_ms', (extract(epoch FROM a.claimed_at) * 1000)::bigint) ORDER BY a.number)
+                        FROM history.attempts_all a WHERE a.job_id = j.id), '[]') AS attempts
+       FROM history.jobs_all j WHERE j.debounce_key IS NOT NULL`,
+  );
+  const debounceJobs: DebounceJobFacts[] = debouncedRows.map((r) => ({
+    id: r.id,
+    debounceKey: r.debounce_key,
+    idempotencyKey: r.idempotency_key,
+    status: r.status,
+    createdAt: Number(r.created_ms),
+    attempts: r.attempts.map((a) => ({ id: a.id, status: a.status, claimedAt: Number(a.claimed_ms) })),
+  }));
+  const debounceOps = ops.filter((o): o is Op & { jobId: string; debounce: DebounceAnswer } => o.kind === "debounced" && o.jobId !== null && o.debounce !== undefined);
+  const debounce = checkDebounceWindows({
+    creates: debounceOps.map((o) => ({ opKey: o.key, jobId: o.jobId, answer: o.debounce })),
+    jobs: debounceJobs,
+    deliveries: sink.deliveries,
+    attemptJob,
+    rules: KEYED_QUEUES.debounced.keys,
+    claimToleranceMs: DEBOUNCE_CLAIM_TOLERANCE_MS,
+  });
+  violations.push(...debounce.violations);
+  const debounceJobById = new Map(debounceJobs.map((j) => [j.id, j]));
+  for (const o of debounceOps) {
+    const row = rows.get(o.phase);
+    if (!row) continue;
+    if (debounce.lost.has(o.key)) row.lost++;
+    const job = debounceJobById.get(o.jobId);
+    if (job?.idempotencyKey === o.key) {
+      // The create that opened the window counts as its job, with the window's raw duplicate deliveries.
+      row.jobs++;
+      const ids = new Set(job.attempts.map((a) => a.id));
+      row.rawDuplicateDeliveries += Math.max(0, sink.deliveries.filter((d) => ids.has(d.attemptId) && d.status === 200).length - 1);
+    }
   }
 
   const one = async (q: string) => Number((await pool.query<{ n: string }>(q)).rows[0]!.n);
@@ -383,9 +695,14 @@ export async function checkInvariants(args: {
     replays: await one(`SELECT count(*) AS n FROM dlq_replays`),
     replaysNotCompleted: await one(`SELECT count(*) AS n FROM dlq_replays WHERE status <> 'completed'`),
     keyedCalls: sink.keyedCalls.length,
+    keyCapMaxAtOnce: caps.maxAtOnce,
     keyCapOverlapsExcused: caps.excused,
+    keyedAttemptsSettledByReaper: settled.filter((a) => a.capped).length,
     keyRateDispatches: ratedDispatches.length,
     keyRateOver,
+    keyRateMaxInPeriod,
+    debounceCreates: debounce.creates,
+    debounceWindows: debounce.windows,
   };
   const { rows: unfinishedReplays } = await pool.query<{ id: string; status: string; status_reason: string | null; total: number; released: number; succeeded: number; failed: number }>(
     `SELECT id, status, status_reason, total, released, succeeded, failed FROM dlq_replays WHERE status <> 'completed'`,
@@ -404,5 +721,28 @@ export async function checkInvariants(args: {
     totals: { jobs: sum("jobs") + occurrenceJobs.length, lost: sum("lost"), duplicateEffects: sum("duplicateEffects"), rawDuplicateDeliveries: sum("rawDuplicateDeliveries"), faults: sum("faults") },
     violations,
     facts,
+    flowKeys: {
+      capped: {
+        cap: KEYED_QUEUES.capped.perKeyConcurrency,
+        keys: new Set(sink.keyedCalls.map((c) => c.flowKey)).size,
+        calls: sink.keyedCalls.length,
+        maxAtOnce: caps.maxAtOnce,
+        settledLeases: facts.keyedAttemptsSettledByReaper,
+        overlapsExcused: caps.excused,
+        excusedAttempts: caps.excusedAttempts,
+        violations: caps.violations.length,
+      },
+      rated: { limit, periodMs, keys: ratedByKey.size, claims: ratedDispatches.length, maxInPeriod: keyRateMaxInPeriod, periodBound: windowBound, overBucket: keyRateOver, keysOverPeriodBound: keyRateKeysOverWindow },
+      debounce: {
+        windows: debounce.windows,
+        creates: debounce.creates,
+        folded: debounce.folded,
+        closedByMaxWait: debounce.closedByMaxWait,
+        foldedIntoRetry: debounce.foldedIntoRetry,
+        minNextWindowAfterClaimMs: debounce.minNextWindowAfterClaimMs,
+        lost: debounce.lost.size,
+        violations: debounce.violations.length,
+      },
+    },
   };
 }

@@ -84,6 +84,35 @@ function table(verdict: Verdict): string {
   return [fmt(head), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...lines.map(fmt)].join("\n");
 }
 
+/** The flow-key checks: what each saw, against what it is held to. */
+function flowKeyTable(verdict: Verdict): string {
+  const { capped, rated, debounce } = verdict.flowKeys;
+  const rows = [
+    [
+      "per-key cap",
+      `${capped.calls} calls over ${capped.keys} keys; at most ${capped.maxAtOnce} at once of attempts holding slots; ${capped.settledLeases} keyed attempts' leases settled by the reaper`,
+      `at most ${capped.cap} at once; ${capped.overlapsExcused} overlaps excused beside a settled lease${capped.excusedAttempts.length ? ` (${capped.excusedAttempts.join(", ")})` : ""}`,
+      String(capped.violations),
+    ],
+    [
+      "per-key rate",
+      `${rated.claims} claims over ${rated.keys} keys; at most ${rated.maxInPeriod} in one ${rated.periodMs} ms window; ${rated.overBucket} with no token in the replayed bucket`,
+      `bucket of ${rated.limit} per ${rated.periodMs} ms: at most ${rated.periodBound} in any ${rated.periodMs} ms`,
+      String(rated.overBucket + rated.keysOverPeriodBound),
+    ],
+    [
+      "debounce",
+      `${debounce.creates} creates, ${debounce.windows} windows (${debounce.folded} creates folded or answered, ${debounce.closedByMaxWait} trailing windows ran at maxWait, ${debounce.foldedIntoRetry} creates folded into a job waiting to retry); next trailing window opened at least ${debounce.minNextWindowAfterClaimMs ?? "-"} ms after the claim before it`,
+      `each window's job ran once, with its latest (trailing) or first (leading) create's payload; ${debounce.lost} creates lost`,
+      String(debounce.violations),
+    ],
+  ];
+  const head = ["flow-key check", "seen", "held to", "violations"];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const fmt = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`;
+  return [fmt(head), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.map(fmt)].join("\n");
+}
+
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   log(`seed ${args.seed}; ${args.schedulers} schedulers, ${args.workers} workers; ${args.durationMs ? `${args.durationMs / 60_000} min` : "short profile"}`);
@@ -212,8 +241,9 @@ async function main() {
       leaseTtlMs: LEASE_TTL_MS,
       startLagSlackMs: START_LAG_SLACK_MS,
       // The outage's dependency, and the keyed tenant's queues: their flow keys' cap and rate hold jobs by
-      // design (judged by the cap and rate checks instead).
-      heldDependencies: ["sink-dep", "sink-capped", "sink-rated"],
+      // design (judged by the cap and rate checks instead), and a trailing debounce moves its job's due time
+      // with each create (judged by the debounce check).
+      heldDependencies: ["sink-dep", "sink-capped", "sink-rated", "sink-debounced-trailing"],
       dstTransition: fake ? { at: transition, zone: "Europe/Berlin", scheduleEverySeconds: 2 } : null,
     });
     // The metrics, judged against what happened.
@@ -235,7 +265,7 @@ async function main() {
     ];
     const logs = checkLogs(outputs, secrets);
     for (const v of logs.violations.slice(0, 20)) verdict.violations.push(`logs: ${v}`);
-    process.stdout.write(`\n${table(verdict)}\n\n${metricsTable(metricChecks)}\n\n`);
+    process.stdout.write(`\n${table(verdict)}\n\n${flowKeyTable(verdict)}\n\n${metricsTable(metricChecks)}\n\n`);
     log(`metrics: ${metrics.scrapes.length} scrapes; logs: ${logs.lines} lines read (${logs.jobLines} about a job or attempt), ${secrets.length} secrets and markers looked for (${signing.length} signing secrets), ${logs.violations.length} problems`);
     log(`facts: ${JSON.stringify(verdict.facts)}`);
     for (const r of verdict.rows) if (r.quietSlowest && (r.quietMaxLagMs ?? 0) > 2_000) log(`slowest quiet job in "${r.phase}": ${r.quietSlowest}`);

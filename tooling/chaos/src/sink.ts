@@ -21,6 +21,7 @@ export interface Delivery {
  *   /hook        completion webhooks (recorded, 200)
  *   /capped/<flow key>/...  200 after 0.2-0.6 s, each call's start and end kept per flow key (keyedCalls)
  *   /rated/<flow key>/...   200 at once
+ *   /debounced/<debounce key>/<the create's Idempotency-Key>   200 at once (the path names the create whose payload ran)
  */
 /** A call of a keyed job at the downstream: its flow key, attempt, and when it arrived and was answered. */
 export interface KeyedCall {

@@ -6,13 +6,43 @@ import type { Random } from "./random.js";
 import type { ChaosSink } from "./sink.js";
 
 /** What a job was created to do, and so what it must end as. */
-export type OpKind = "quiet" | "ok" | "delayed" | "slow" | "dep" | "dlq" | "fail" | "cancel" | "burst" | "capped" | "rated";
+export type OpKind = "quiet" | "ok" | "delayed" | "slow" | "dep" | "dlq" | "fail" | "cancel" | "burst" | "capped" | "rated" | "debounced";
 
-/** The keyed tenant's queues: a per-key cap and a per-key rate (the checker reads the same figures). */
+/**
+ * The keyed tenant's queues: a per-key cap, a per-key rate, and debounced creates (the checker reads the same
+ * figures). Each debounce key has its own loop of creates, one at a time, each `gapMs` after the last was
+ * acknowledged: dt-0's come faster than its period (its window runs at maxWait), dt-1's sometimes fold and
+ * sometimes let the window run after its period, dl-0's are leading.
+ */
 export const KEYED_QUEUES = {
   capped: { name: "capped", perKeyConcurrency: 2, keys: 4 },
   rated: { name: "rated", perKeyRate: { limit: 5, periodMs: 1_000 }, keys: 2 },
+  debounced: {
+    name: "debounced",
+    keys: [
+      { key: "dt-0", mode: "trailing", periodMs: 1_000, maxWaitMs: 3_000, gapMs: [100, 600] },
+      { key: "dt-1", mode: "trailing", periodMs: 1_000, maxWaitMs: 3_000, gapMs: [300, 1_800] },
+      { key: "dl-0", mode: "leading", periodMs: 1_000, gapMs: [100, 900] },
+    ],
+  },
 } as const;
+
+/** A debounce key of the workload, as KEYED_QUEUES.debounced lists them. */
+export type DebounceKeyConfig = (typeof KEYED_QUEUES.debounced.keys)[number];
+
+/** What a debounced create asked for and what its acknowledgement said. */
+export interface DebounceAnswer {
+  key: string;
+  mode: "trailing" | "leading";
+  /** Its place among its debounce key's creates (they are sent one at a time, so this is also their order at the API). */
+  seq: number;
+  /** The path its target names at the downstream: the payload that must run if this create is its window's latest (trailing) or first (leading). */
+  path: string;
+  /** The answer was an idempotent replay (of a create that reached the database on an earlier try). */
+  replayed: boolean;
+  /** The job's due time the answer showed (database clock, ms), when it was not a replay (a replay shows the job as it is now). */
+  dueAt: number | null;
+}
 
 export interface Op {
   key: string;
@@ -34,6 +64,8 @@ export interface Op {
   cancelAttemptsStarted?: number;
   /** The delay the job was created with (ms after creation it falls due). */
   delayMs?: number;
+  /** For kind debounced: the debounce key, and the answer (jobId is the window's job, created or folded into). */
+  debounce?: DebounceAnswer;
 }
 
 export interface Tenant {
@@ -89,6 +121,7 @@ export async function createWorkload(options: { pool: pg.Pool; consoleUrl: strin
      VALUES (gen_random_uuid(), $1, $2, $3, NULL, NULL, now()), (gen_random_uuid(), $1, $4, NULL, $5, $6, now())`,
     [keyed.id, KEYED_QUEUES.capped.name, KEYED_QUEUES.capped.perKeyConcurrency, KEYED_QUEUES.rated.name, KEYED_QUEUES.rated.perKeyRate.limit, KEYED_QUEUES.rated.perKeyRate.periodMs],
   );
+  await pool.query(`INSERT INTO queues (id, tenant_id, name, updated_at) VALUES (gen_random_uuid(), $1, $2, now())`, [keyed.id, KEYED_QUEUES.debounced.name]);
   const tenants = { quiet, normal, noisy, keyed };
   const ops: Op[] = [];
   let phase = "setup";
@@ -102,15 +135,22 @@ export async function createWorkload(options: { pool: pg.Pool; consoleUrl: strin
   const delayFor = (kind: OpKind) => (kind === "delayed" ? random.int(2_000, 8_000) : kind === "cancel" ? random.int(500, 2_500) : undefined);
   /** A keyed op's flow key, drawn from its sequence number (so a retried create sends the same one). */
   const flowKeyOf = (kind: OpKind, n: number) => (kind === "capped" ? `ck-${n % KEYED_QUEUES.capped.keys}` : kind === "rated" ? `rk-${n % KEYED_QUEUES.rated.keys}` : undefined);
-  const body = (kind: OpKind, key: string, delayMs?: number, flowKey?: string) => {
+  const body = (kind: OpKind, key: string, delayMs?: number, flowKey?: string, debounce?: DebounceKeyConfig) => {
     const cls = kind === "dlq" ? "dep" : kind === "quiet" || kind === "burst" || kind === "delayed" || kind === "cancel" ? "ok" : kind;
-    const path = flowKey ? `/${cls}/${flowKey}/${key}` : `/${cls}/${key}`;
+    const path = flowKey ? `/${cls}/${flowKey}/${key}` : debounce ? `/${cls}/${debounce.key}/${key}` : `/${cls}/${key}`;
     return {
       target: { url: sink.url(path), timeoutMs: 10_000, headers: { "x-chaos-marker": HEADER_MARKER }, body: JSON.stringify({ marker: BODY_MARKER, key }) },
       ...(flowKey ? { queue: KEYED_QUEUES[kind as "capped" | "rated"].name, flowKey } : {}),
+      ...(debounce
+        ? {
+            queue: KEYED_QUEUES.debounced.name,
+            debounce: { key: debounce.key, periodMs: debounce.periodMs, mode: debounce.mode, ...("maxWaitMs" in debounce ? { maxWaitMs: debounce.maxWaitMs } : {}) },
+          }
+        : {}),
       // Signed completion webhooks for some jobs, so the tenant has a signing secret the log check looks for.
       ...(kind === "ok" ? { callbackUrl: sink.url(`/hook/${key}`) } : {}),
-      dependencyKey: `sink-${cls}`,
+      // Debounced jobs by mode: a trailing window's due time moves with its creates (the start-lag check leaves them to the debounce check).
+      dependencyKey: debounce ? `sink-${cls}-${debounce.mode}` : `sink-${cls}`,
       maxAttempts: kind === "dlq" ? 1 : kind === "fail" ? 3 : 25,
       backoff: { strategy: "exponential" as const, baseMs: 200, maxMs: 2_000, jitter: "full" as const },
       metadata: { kind, phase },
@@ -159,6 +199,43 @@ export async function createWorkload(options: { pool: pg.Pool; consoleUrl: strin
         return;
       }
       await sleep(500);
+    }
+  }
+
+  /**
+   * One debounce key's creates, one at a time until the run stops: each retried with its Idempotency-Key until
+   * acknowledged, then the next after a pause. One at a time, the order of the creates is the order the API
+   * took them in, which is what the checker's window rules are stated over.
+   */
+  async function debounceLoop(d: DebounceKeyConfig) {
+    for (let seqOfKey = 0; !stopped; seqOfKey++) {
+      const n = ++seq;
+      const key = `${keyed.name}-debounced-${n}`;
+      const path = `/debounced/${d.key}/${key}`;
+      const op: Op = { key, tenant: keyed.name, kind: "debounced", phase, createdAt: Date.now(), jobId: null, createRetries: 0, cancel: null };
+      ops.push(op);
+      outstanding++;
+      try {
+        for (;;) {
+          const res = await keyed.client.call("createJob", { body: body("debounced", key, undefined, undefined, d), idempotencyKey: key }).catch(() => null);
+          if (res?.ok) {
+            const replayed = res.headers.get("idempotent-replayed") === "true";
+            op.jobId = res.body.id;
+            op.ackedAt = Date.now();
+            op.debounce = { key: d.key, mode: d.mode, seq: seqOfKey, path, replayed, dueAt: replayed ? null : Date.parse(res.body.dueAt) };
+            break;
+          }
+          op.createRetries++;
+          if (stopped && op.createRetries > 50) break;
+          const retryAfter = Number(res?.headers.get("retry-after") ?? 0);
+          await sleep(retryAfter > 0 ? Math.min(retryAfter * 1_000, 2_000) : 300 + random.int(0, 400));
+        }
+      } finally {
+        outstanding--;
+      }
+      // An unacknowledged create may or may not have reached its window: nothing after it can be judged in order.
+      if (!op.jobId) return;
+      await sleep(random.int(d.gapMs[0], d.gapMs[1]));
     }
   }
 
@@ -214,6 +291,7 @@ export async function createWorkload(options: { pool: pg.Pool; consoleUrl: strin
     async start() {
       await createSchedule();
       void loop();
+      for (const d of KEYED_QUEUES.debounced.keys) void debounceLoop(d);
     },
     /** The noisy tenant's burst: `n` jobs in batches of 1,000 (S16). */
     async burst(n: number) {
