@@ -144,6 +144,13 @@ describe("debounce", () => {
     expect(fresh.status).toBe(201);
     expect(fresh.body.id).not.toBe(first.body.id);
     expect((await suite.h.prisma.job.findUniqueOrThrow({ where: { id: first.body.id } })).body).toBe('{"n":3}');
+
+    // Nor is a job waiting for its retry (scheduled again after an attempt): it was dispatched once.
+    await suite.h.prisma.$executeRawUnsafe(`UPDATE jobs SET status = 'scheduled', attempt_count = 1 WHERE id = $1::uuid`, fresh.body.id);
+    const afterRetry = ok(await create(5));
+    expect(afterRetry.status).toBe(201);
+    expect(afterRetry.body.id).not.toBe(fresh.body.id);
+    expect((await suite.h.prisma.job.findUniqueOrThrow({ where: { id: fresh.body.id } })).body).toBe('{"n":4}');
   });
 
   it("trailing with maxWaitMs never moves the job past the window's first create + maxWaitMs", async () => {
