@@ -4,7 +4,8 @@ import { useInfiniteQuery, useQuery, useQueryClient } from "@tanstack/react-quer
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useState, type FormEvent } from "react";
-import { JOB_STATUSES, type Job } from "@tick/contract";
+import { JOB_STATUSES, type Job, type Waiting } from "@tick/contract";
+import { WaitingReason } from "@/components/waiting-reason";
 import { buttonClass, consoleApi as api, formatTime, LoadMore, ok, primaryButtonClass, QueryState, StatusBadge } from "@/components/ui";
 
 /** Statuses a cancel can still change (the rest have finished). */
@@ -26,6 +27,24 @@ function targetSummary(target: Job["target"]): string {
 }
 
 type CancelResult = { id: string; outcome: string };
+
+/** How many waiting rows of the list ask why they wait (a request each per refresh): the first ones on screen. */
+const WAITING_ROWS = 10;
+
+/** Whether a row may be held by something other than its due time: due and scheduled, or dispatched. */
+const mayBeHeld = (j: Job, now: number) => j.status === "dispatched" || (j.status === "scheduled" && Date.parse(j.dueAt) <= now);
+
+/** Why this listed job waits, live: the job's own reason (the same query as its page, so opening it is instant). */
+function RowWaiting({ id, live }: { id: string; live: boolean }) {
+  const job = useQuery({
+    queryKey: ["job", id],
+    queryFn: async () => (await ok(api().call("getJob", { params: { id } }))) as Job & { waiting?: Waiting | null },
+    refetchInterval: live ? 5_000 : false,
+  });
+  const waiting = job.data?.waiting;
+  if (!waiting || waiting.code === "dispatching") return null;
+  return <WaitingReason waiting={waiting} compact />;
+}
 
 export function JobsConsole({ canWrite }: { canWrite: boolean }) {
   const router = useRouter();
@@ -68,6 +87,8 @@ export function JobsConsole({ canWrite }: { canWrite: boolean }) {
     refetchInterval: live ? 5_000 : false,
   });
   const rows = jobs.data?.pages.flatMap((p) => p.data) ?? [];
+  // The list's own fetch time as "now": the rows due by then may be held (a cap, a pause, a rate).
+  const asked = new Set(rows.filter((j) => mayBeHeld(j, jobs.dataUpdatedAt)).slice(0, WAITING_ROWS).map((j) => j.id));
   const filtered = Boolean(status || queue || dependency || idempotencyKey || since || until);
   const chosen = rows.filter((j) => selected.has(j.id) && CANCELLABLE.has(j.status));
 
@@ -202,7 +223,10 @@ export function JobsConsole({ canWrite }: { canWrite: boolean }) {
                   {targetSummary(j.target)}
                   <span className="block text-xs text-slate-600">
                     {j.queue} · attempt {j.attemptCount}/{j.maxAttempts}{j.priority ? ` · priority ${j.priority}` : ""}{j.idempotencyKey ? ` · key ${j.idempotencyKey}` : ""}
+                    {j.flowKey ? <> · flow key <code data-testid="row-flow-key">{j.flowKey}</code></> : null}
+                    {j.debounceKey ? <> · debounce <code>{j.debounceKey}</code></> : null}
                   </span>
+                  {asked.has(j.id) ? <RowWaiting id={j.id} live={live} /> : null}
                 </span>
                 <span className="text-xs text-slate-600">
                   {j.finishedAt ? <>finished {formatTime(j.finishedAt)}</> : <>due {formatTime(j.dueAt)}</>}

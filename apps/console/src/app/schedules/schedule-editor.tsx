@@ -40,7 +40,7 @@ function fieldOf(path: string): string {
   if (path.startsWith("job.")) return path.slice("job.".length);
   return path;
 }
-const PLACED = new Set(["name", "queue", "cron", "timezone", "url", "method", "headers", "body", "maxAttempts", "priority", "callbackUrl", "maxCatchUp", "misfireThresholdMs"]);
+const PLACED = new Set(["name", "queue", "cron", "timezone", "url", "method", "headers", "body", "maxAttempts", "priority", "callbackUrl", "flowKey", "maxCatchUp", "misfireThresholdMs"]);
 
 function Choice<T extends string>({ legend, name, value, options, onChange }: { legend: string; name: string; value: T; options: Record<T, string>; onChange: (v: T) => void }) {
   return (
@@ -63,7 +63,7 @@ function Choice<T extends string>({ legend, name, value, options, onChange }: { 
 export function ScheduleEditor({ existing, onSaved }: { existing?: Schedule; onSaved?: (s: Schedule) => void }) {
   const router = useRouter();
   const queryClient = useQueryClient();
-  const template = (existing?.job ?? {}) as { target?: { method?: string; url?: string; headers?: Record<string, string>; body?: string | null }; maxAttempts?: number; priority?: number; callbackUrl?: string };
+  const template = (existing?.job ?? {}) as { target?: { method?: string; url?: string; headers?: Record<string, string>; body?: string | null }; maxAttempts?: number; priority?: number; callbackUrl?: string; flowKey?: string };
   const [form, setForm] = useState({
     name: existing?.name ?? "",
     queue: existing?.queue ?? "default",
@@ -81,6 +81,7 @@ export function ScheduleEditor({ existing, onSaved }: { existing?: Schedule; onS
     maxAttempts: template.maxAttempts !== undefined ? String(template.maxAttempts) : "",
     priority: template.priority !== undefined ? String(template.priority) : "",
     callbackUrl: template.callbackUrl ?? "",
+    flowKey: template.flowKey ?? "",
   });
   const [local, setLocal] = useState<Record<string, string>>({});
   const set = (k: keyof typeof form) => (e: { target: { value: string } }) => setForm((f) => ({ ...f, [k]: e.target.value }));
@@ -107,13 +108,14 @@ export function ScheduleEditor({ existing, onSaved }: { existing?: Schedule; onS
     setLocal({});
     const num = optionalNumber;
     // The saved template keeps what this form does not show (backoff, metadata, expiry, dependency).
-    const kept = Object.fromEntries(Object.entries(existing?.job ?? {}).filter(([k, v]) => v !== null && !["target", "maxAttempts", "priority", "callbackUrl"].includes(k)));
+    const kept = Object.fromEntries(Object.entries(existing?.job ?? {}).filter(([k, v]) => v !== null && !["target", "maxAttempts", "priority", "callbackUrl", "flowKey"].includes(k)));
     const job = {
       ...kept,
       target: { method: form.method, url: form.url.trim(), headers: headers.headers, ...(form.body ? { body: form.body } : {}) },
       ...(num(form.maxAttempts) !== undefined ? { maxAttempts: num(form.maxAttempts) } : {}),
       ...(num(form.priority) !== undefined ? { priority: num(form.priority) } : {}),
       ...(form.callbackUrl.trim() ? { callbackUrl: form.callbackUrl.trim() } : {}),
+      ...(form.flowKey.trim() ? { flowKey: form.flowKey.trim() } : {}),
     };
     const rule = {
       cron: form.cron.trim(), timezone: form.timezone.trim(), dstGapPolicy: form.dstGapPolicy, dstOverlapPolicy: form.dstOverlapPolicy,
@@ -166,6 +168,10 @@ export function ScheduleEditor({ existing, onSaved }: { existing?: Schedule; onS
           {input("maxAttempts", "Max attempts", { inputMode: "numeric", placeholder: "queue default" })}
           {input("priority", "Priority", { inputMode: "numeric", placeholder: "0" })}
           {input("callbackUrl", "Callback URL", { type: "url", placeholder: "https://…" })}
+          <div className="sm:col-span-3">
+            {input("flowKey", "Flow key", { placeholder: "e.g. customer-42", "data-testid": "schedule-flow-key" },
+              "Each occurrence's job carries this key: the queue's per-key limits and fair share apply to it. A schedule has no debounce: each occurrence is its own job.")}
+          </div>
         </div>
 
         <FormError error={save.error} unplaced={unplaced} what="The schedule" />

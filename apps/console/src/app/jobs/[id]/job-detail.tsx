@@ -7,6 +7,7 @@ import { useState, type ReactNode } from "react";
 import type { Job, Waiting } from "@tick/contract";
 import { TERMINAL_STATES } from "@tick/core";
 import { AttemptTimeline, TimelineLegend } from "@/components/attempt-timeline";
+import { WaitingReason } from "@/components/waiting-reason";
 import { ApiProblem, buttonClass, consoleApi as api, formatDuration, formatTime, ok, primaryButtonClass, QueryState, StatusBadge } from "@/components/ui";
 
 type JobWithAttempts = Job & { waiting?: Waiting | null; attempts: { id: string; number: number; status: string; fencingToken: string; workerId: string | null; dispatchedAt: string; startedAt: string | null; finishedAt: string | null; leaseExpiresAt: string | null; outcome: string | null; httpStatus: number | null; error: unknown; durationMs: number | null }[] };
@@ -40,40 +41,6 @@ function errorMessage(error: unknown): string | null {
   return [e.kind, e.message].filter(Boolean).join(": ") || null;
 }
 
-/** Why the job is not running, in words, with the jobs holding its key's slots (GET /jobs/{id}'s `waiting`). */
-function WaitingReason({ waiting }: { waiting: Waiting }) {
-  const held = waiting.code !== "dispatching" && waiting.code !== "awaiting_worker" && waiting.code !== "not_due";
-  return (
-    <div className={`mt-3 rounded-md p-3 text-sm ${held ? "bg-amber-50 text-amber-950" : "bg-sky-50 text-sky-950"}`} data-testid="job-waiting" data-code={waiting.code} role="status">
-      <p>
-        <span className="font-medium">Waiting: </span>
-        {waiting.message} <code className="ml-1 rounded bg-white/70 px-1 text-xs">{waiting.code}</code>
-      </p>
-      {waiting.cap !== undefined && waiting.inFlight !== undefined ? (
-        <div className="mt-2 flex items-center gap-2" aria-hidden="true">
-          <span className="flex h-2 w-40 overflow-hidden rounded bg-white/80">
-            <span className="bg-amber-500" style={{ width: `${Math.min(100, (waiting.inFlight / Math.max(1, waiting.cap)) * 100)}%` }} />
-          </span>
-          <span className="text-xs">{waiting.inFlight} of {waiting.cap} in flight</span>
-        </div>
-      ) : null}
-      {waiting.inFlightJobIds?.length ? (
-        <p className="mt-2 text-xs">
-          In flight now:{" "}
-          {waiting.inFlightJobIds.map((jobId, i) => (
-            <span key={jobId}>
-              {i > 0 ? ", " : null}
-              <Link className="text-indigo-700 underline" href={`/jobs/${jobId}`} data-testid="waiting-in-flight-job"><code>{jobId.slice(0, 8)}</code></Link>
-            </span>
-          ))}
-        </p>
-      ) : null}
-      {waiting.nextTokenAt ? <p className="mt-1 text-xs">Next dispatch allowed at {formatTime(waiting.nextTokenAt, { precise: true })}.</p> : null}
-      {waiting.until && waiting.code !== "not_due" ? <p className="mt-1 text-xs">Until {formatTime(waiting.until, { precise: true })}.</p> : null}
-    </div>
-  );
-}
-
 function Fact({ label, children }: { label: string; children: ReactNode }) {
   return (
     <>
@@ -83,7 +50,7 @@ function Fact({ label, children }: { label: string; children: ReactNode }) {
   );
 }
 
-export function JobDetail({ id, canWrite }: { id: string; canWrite: boolean }) {
+export function JobDetail({ id, debounced = false, canWrite }: { id: string; debounced?: boolean; canWrite: boolean }) {
   const job = useQuery({
     queryKey: ["job", id],
     queryFn: async () => (await ok(api().call("getJob", { params: { id } }))) as JobWithAttempts,
@@ -101,6 +68,12 @@ export function JobDetail({ id, canWrite }: { id: string; canWrite: boolean }) {
         </div>
       ) : (
         <QueryState isPending={job.isPending} error={job.error} isEmpty={false} empty={null} retry={() => void job.refetch()}>
+          {debounced ? (
+            <p role="status" className="rounded-md border border-sky-200 bg-sky-50 p-3 text-sm text-sky-950" data-testid="debounced-into">
+              Your create was folded into this job by its debounce window
+              {job.data?.debounceKey ? <> (<code className="break-all">{job.data.debounceKey}</code>)</> : null}: no second job was made.
+            </p>
+          ) : null}
           {job.data ? <JobView job={job.data} canWrite={canWrite} /> : null}
         </QueryState>
       )}
@@ -123,6 +96,7 @@ function JobView({ job, canWrite }: { job: JobWithAttempts; canWrite: boolean })
           </div>
           {canWrite ? <JobActions job={job} /> : null}
         </div>
+        {job.waiting ? <div className="mb-4"><WaitingReason waiting={job.waiting} /></div> : null}
         <dl className="grid grid-cols-[8.5rem_1fr] gap-x-4 gap-y-1.5 text-sm sm:grid-cols-[8.5rem_1fr_8.5rem_1fr]">
           <Fact label="Queue">{job.queue}</Fact>
           <Fact label="Priority">{job.priority}</Fact>
@@ -133,7 +107,7 @@ function JobView({ job, canWrite }: { job: JobWithAttempts; canWrite: boolean })
           <Fact label="Idempotency key">{job.idempotencyKey ? <code className="break-all text-xs">{job.idempotencyKey}</code> : "—"}</Fact>
           <Fact label="Dependency">{job.dependencyKey ?? "—"}</Fact>
           <Fact label="Flow key">{job.flowKey ? <code className="break-all text-xs" data-testid="job-flow-key">{job.flowKey}</code> : "—"}</Fact>
-          {job.debounceKey ? <Fact label="Debounce key"><code className="break-all text-xs">{job.debounceKey}</code></Fact> : null}
+          {job.debounceKey ? <Fact label="Debounce key"><code className="break-all text-xs" data-testid="job-debounce-key">{job.debounceKey}</code></Fact> : null}
           <Fact label="Trace ID">{job.trace ? <code className="break-all text-xs" title={job.trace.traceparent}>{job.trace.traceId}</code> : "—"}</Fact>
           <Fact label="Expires">{formatTime(job.expiresAt, { precise: true })}</Fact>
           <Fact label="Backoff">{job.backoff.strategy}, {formatDuration(job.backoff.baseMs)} up to {formatDuration(job.backoff.maxMs)}</Fact>
@@ -141,7 +115,6 @@ function JobView({ job, canWrite }: { job: JobWithAttempts; canWrite: boolean })
           {job.replayId ? <Fact label="Replay"><code className="text-xs">{job.replayId.slice(0, 8)}</code></Fact> : null}
           {job.callbackUrl ? <Fact label="Callback">{job.callbackUrl}</Fact> : null}
         </dl>
-        {job.waiting ? <WaitingReason waiting={job.waiting} /> : null}
         {job.lastError && job.status !== "succeeded" ? <p className="mt-3 rounded-md bg-red-50 p-2 text-sm text-red-900" data-testid="job-last-error">Last error: {errorMessage(job.lastError)}</p> : null}
         {result !== null ? (
           <details className="mt-3 text-sm">
@@ -232,6 +205,7 @@ function JobActions({ job }: { job: JobWithAttempts }) {
             backoff: job.backoff,
             ...(job.callbackUrl ? { callbackUrl: job.callbackUrl } : {}),
             ...(job.dependencyKey ? { dependencyKey: job.dependencyKey } : {}),
+            ...(job.flowKey ? { flowKey: job.flowKey } : {}),
             metadata: { ...job.metadata, rerunOf: job.id },
           },
         }),
@@ -263,7 +237,7 @@ function JobActions({ job }: { job: JobWithAttempts }) {
       {confirm === "rerun" ? (
         <div role="alertdialog" aria-labelledby="confirm-rerun-title" className="rounded-md border border-slate-300 bg-slate-50 p-3 text-sm">
           <p id="confirm-rerun-title" className="font-medium">Run this job again?</p>
-          <p className="mt-1">A new job with the same target, queue, retries and metadata is created now, with a new idempotency key (so your endpoint sees it as a new request). This job is not changed.</p>
+          <p className="mt-1">A new job with the same target, queue, flow key, retries and metadata is created now, with a new idempotency key (so your endpoint sees it as a new request). This job is not changed.</p>
           <div className="mt-2 flex gap-2">
             <button type="button" className={primaryButtonClass} disabled={rerun.isPending} onClick={() => rerun.mutate()} data-testid="confirm-rerun">Create the new job</button>
             <button type="button" className={buttonClass} onClick={() => setConfirm(null)}>Not now</button>

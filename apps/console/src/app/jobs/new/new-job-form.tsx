@@ -10,14 +10,23 @@ import { consoleApi as api, FieldError, inputClass, ok, primaryButtonClass } fro
 
 const METHODS = ["POST", "GET", "PUT", "PATCH", "DELETE"] as const;
 
+const DEBOUNCE_HINT = {
+  off: "Creates with the same debounce key in this queue fold into one job. Not with a run time or a delay.",
+  trailing: "The job runs once creates with its key stop for the window, with the latest create's request.",
+  leading: "The first create's job runs at once; creates with its key within the window return that job.",
+} as const;
+
 /** The fields this form shows an API error at; any other error is listed above the submit button. */
-const PLACED = new Set(["url", "method", "headers", "body", "timeoutMs", "runAt", "delayMs", "expiresAt", "queue", "priority", "maxAttempts", "backoff", "callbackUrl", "dependencyKey", "flowKey", "debounce"]);
+const PLACED = new Set(["url", "method", "headers", "body", "timeoutMs", "runAt", "delayMs", "expiresAt", "queue", "priority", "maxAttempts", "backoff", "callbackUrl", "dependencyKey", "flowKey", "debounce", "debounceKey", "debounceSeconds", "debounceMaxWaitSeconds"]);
 
 /** Where an API error path is shown: the form's field for it (nested paths go to their nearest field). */
 function fieldOf(path: string): string {
   if (path.startsWith("target.headers")) return "headers";
   if (path.startsWith("target.")) return path.slice("target.".length);
   if (path.startsWith("backoff")) return "backoff";
+  if (path === "debounce.key") return "debounceKey";
+  if (path === "debounce.periodMs") return "debounceSeconds";
+  if (path === "debounce.maxWaitMs") return "debounceMaxWaitSeconds";
   if (path.startsWith("debounce")) return "debounce";
   return path;
 }
@@ -152,12 +161,12 @@ export function NewJobForm() {
           <legend className="mb-2 text-sm font-semibold">Flow control</legend>
           {input("flowKey", "Flow key", { placeholder: "e.g. customer-42" }, "What this job isolates in its queue: the queue's per-key limits and fair share apply per key.")}
           <label className="block text-sm font-medium text-slate-800">Debounce
-            <select className={inputClass} value={form.debounce} onChange={set("debounce")} aria-describedby={errors.debounce ? "err-debounce" : "hint-debounce"}>
+            <select className={inputClass} value={form.debounce} onChange={set("debounce")} aria-describedby={errors.debounce ? "err-debounce hint-debounce" : "hint-debounce"}>
               <option value="off">Off</option>
-              <option value="trailing">Trailing: run once the creates stop, with the latest</option>
-              <option value="leading">Leading: run the first, answer the rest with it</option>
+              <option value="trailing">Trailing</option>
+              <option value="leading">Leading</option>
             </select>
-            <span id="hint-debounce" className="mt-1 block text-xs font-normal text-slate-600">Creates with the same debounce key in this queue fold into one job. Not with a run time or delay.</span>
+            <span id="hint-debounce" className="mt-1 block text-xs font-normal text-slate-600">{DEBOUNCE_HINT[form.debounce]}</span>
             <FieldError id="err-debounce" message={errors.debounce} />
           </label>
           {form.debounce !== "off" ? (

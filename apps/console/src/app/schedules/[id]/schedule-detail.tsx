@@ -55,6 +55,7 @@ export function ScheduleDetail({ id, canWrite }: { id: string; canWrite: boolean
                   <dt className="text-slate-600">Queue</dt><dd>{s.queue}</dd>
                   <dt className="text-slate-600">Policies</dt><dd>gap {s.dstGapPolicy}, overlap {s.dstOverlapPolicy}, misfire {s.misfirePolicy}</dd>
                   <dt className="text-slate-600">Target</dt><dd className="break-all">{String((s.job as { target?: { method?: string } }).target?.method ?? "")} {String((s.job as { target?: { url?: string } }).target?.url ?? "")}</dd>
+                  <dt className="text-slate-600">Flow key</dt><dd className="break-all" data-testid="schedule-flow-key-value">{(s.job as { flowKey?: string }).flowKey ?? "—"}</dd>
                   <dt className="text-slate-600">Created</dt><dd>{formatTime(s.createdAt)}</dd>
                 </dl>
               </section>
