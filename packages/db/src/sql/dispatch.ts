@@ -54,6 +54,18 @@ export async function findDueTenants(db: Queryable, shard: number, limit: number
 }
 
 /**
+ * Each queue with room (`room r`) and its best due jobs without a key, at most its room and the tenant's $3
+ * (jobs_due_idx is per queue): the join both claims read their unkeyed jobs through, as `c`.
+ */
+const queueJobs = (due: string) => `CROSS JOIN LATERAL (
+         SELECT j.id, j.priority, j.due_at FROM jobs j
+          WHERE ${due} AND j.queue_id = r.queue_id
+          ORDER BY j.priority DESC, j.due_at
+          LIMIT least(r.room, $3)::bigint
+       ) c
+        WHERE r.room > 0`;
+
+/**
  * The claim's candidates when no queue of the tenant has keyed jobs: each queue with room gives at most its room
  * (jobs_due_idx is per queue), so the backlog of a capped queue can neither exceed its cap nor crowd the tenant's
  * other queues out of the claim; then the best $3 of them, priority first. Locked after the cut, so only what is
@@ -61,13 +73,7 @@ export async function findDueTenants(db: Queryable, shard: number, limit: number
  */
 function plainCandidates(due: string): string {
   return `candidates AS (
-       SELECT c.* FROM room r CROSS JOIN LATERAL (
-         SELECT j.id, j.priority, j.due_at FROM jobs j
-          WHERE ${due} AND j.queue_id = r.queue_id
-          ORDER BY j.priority DESC, j.due_at
-          LIMIT least(r.room, $3)::bigint
-       ) c
-        WHERE r.room > 0
+       SELECT c.* FROM room r ${queueJobs(due)}
         ORDER BY c.priority DESC, c.due_at
         LIMIT $3
      )`;
@@ -174,13 +180,7 @@ function keyedCandidates(dueOfKey: (queue: string, key: string) => string, due: 
      ), offered AS (
        SELECT r.queue_id, c.id, c.priority, c.due_at,
               CASE WHEN r.keyed THEN row_number() OVER (PARTITION BY r.queue_id ORDER BY c.priority DESC, c.due_at) ELSE 1 END AS turn, 0 AS visit
-         FROM room r CROSS JOIN LATERAL (
-           SELECT j.id, j.priority, j.due_at FROM jobs j
-            WHERE ${due} AND j.queue_id = r.queue_id
-            ORDER BY j.priority DESC, j.due_at
-            LIMIT least(r.room, $3)::bigint
-         ) c
-        WHERE r.room > 0
+         FROM room r ${queueJobs(due)}
        UNION ALL
        SELECT queue_id, id, priority, due_at, ceil(rn::numeric / weight), n FROM key_first
        UNION ALL
