@@ -326,8 +326,11 @@ export async function claimDueJobs(
          FROM queues q WHERE q.tenant_id = $2 AND NOT q.paused AND q.rate_per_second IS NULL
        ${rated ? "UNION ALL SELECT queue_id, keyed, room FROM rated_room" : ""}
      ), ${keyed ? keyedCandidates(dueOfKey, due) : plainCandidates(due)}, picked AS (
+       -- A row changed since this statement's snapshot is locked in its committed version and judged again by
+       -- these conditions: a job moved into the future meanwhile (a trailing debounce folding a create into it)
+       -- is not due any more and stays scheduled.
        SELECT j.id FROM jobs j JOIN candidates c ON c.id = j.id
-        WHERE ${statusIn("j.status", claim.from)}
+        WHERE ${statusIn("j.status", claim.from)} AND j.due_at <= now()
           FOR UPDATE OF j SKIP LOCKED
      ), claimed AS (
        UPDATE jobs j
