@@ -146,11 +146,19 @@ describe("debounce", () => {
     expect((await suite.h.prisma.job.findUniqueOrThrow({ where: { id: first.body.id } })).body).toBe('{"n":3}');
 
     // Nor is a job waiting for its retry (scheduled again after an attempt): it was dispatched once.
-    await suite.h.prisma.$executeRawUnsafe(`UPDATE jobs SET status = 'scheduled', attempt_count = 1 WHERE id = $1::uuid`, fresh.body.id);
+    await suite.h.prisma.$executeRawUnsafe(`UPDATE jobs SET status = 'scheduled', attempt_count = 1, fencing_token = 1 WHERE id = $1::uuid`, fresh.body.id);
     const afterRetry = ok(await create(5));
     expect(afterRetry.status).toBe(201);
     expect(afterRetry.body.id).not.toBe(fresh.body.id);
     expect((await suite.h.prisma.job.findUniqueOrThrow({ where: { id: fresh.body.id } })).body).toBe('{"n":4}');
+
+    // Nor a job claimed and put back before its call was made (a held dependency, a lost broker message): no
+    // attempt counted, but it was dispatched.
+    await suite.h.prisma.$executeRawUnsafe(`UPDATE jobs SET status = 'scheduled', attempt_count = 0, fencing_token = 1 WHERE id = $1::uuid`, afterRetry.body.id);
+    const afterRequeue = ok(await create(6));
+    expect(afterRequeue.status).toBe(201);
+    expect(afterRequeue.body.id).not.toBe(afterRetry.body.id);
+    expect((await suite.h.prisma.job.findUniqueOrThrow({ where: { id: afterRetry.body.id } })).body).toBe('{"n":5}');
   });
 
   it("trailing with maxWaitMs never moves the job past the window's first create + maxWaitMs", async () => {

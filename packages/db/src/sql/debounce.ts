@@ -49,8 +49,9 @@ export async function lockDebounceWindows(db: Queryable, windows: readonly Debou
     [queueIds, keys],
   );
   const { rows: scheduled } = await db.query<{ id: string }>(
-    // A job waiting for a retry was dispatched once: it is never changed (its window is over).
-    `SELECT id FROM jobs WHERE id = ANY($1::uuid[]) AND status = 'scheduled' AND attempt_count = 0 ORDER BY id FOR UPDATE`,
+    // A job claimed once (fencing token above 0: waiting for a retry, or requeued before its call) was
+    // dispatched: it is never changed, its window is over.
+    `SELECT id FROM jobs WHERE id = ANY($1::uuid[]) AND status = 'scheduled' AND fencing_token = 0 ORDER BY id FOR UPDATE`,
     [rows.map((r) => r.job_id)],
   );
   const locked = new Set(scheduled.map((r) => r.id));
@@ -88,7 +89,7 @@ export async function foldIntoDebouncedJobs(db: Queryable, tenantId: string, fol
               flow_key = w.flow_key, dependency_key = w.dependency_key, metadata = w.metadata,
               due_at = least(now() + make_interval(secs => w.period_ms / 1000.0), coalesce(w.max_until, 'infinity')),
               version = j.version + 1, updated_at = now()
-         FROM w WHERE j.tenant_id = $1 AND j.id = w.job_id AND j.status = 'scheduled' AND j.attempt_count = 0
+         FROM w WHERE j.tenant_id = $1 AND j.id = w.job_id AND j.status = 'scheduled' AND j.fencing_token = 0
         RETURNING j.*, w.queue_id AS window_queue_id, w.key AS window_key, w.creates AS window_creates
      ), counted AS (
        UPDATE debounces d SET creates = d.creates + job.window_creates, window_until = job.due_at
