@@ -3,8 +3,11 @@ import { expect, type Page } from "@playwright/test";
 
 /** No sideways scrolling at this width: the page is no wider than the viewport. */
 export async function expectNoHorizontalScroll(page: Page) {
-  const { scroll, client } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
-  expect(scroll).toBeLessThanOrEqual(client);
+  // Right after a viewport change, elements that size themselves from a ResizeObserver (the charts) are
+  // still at the old width for a frame: judge the layout once it has settled, and fail if it never does.
+  await expect
+    .poll(() => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth), { message: "page wider than the viewport" })
+    .toBeLessThanOrEqual(0);
 }
 
 /**

@@ -70,7 +70,7 @@ export function TimeSeriesChart({
         <span className="text-sm font-medium">{title}</span>
         <span className="block text-xs text-slate-600">{description}</span>
       </figcaption>
-      <div ref={box} className="w-full" role="img" aria-label={`${title}: ${description}`} />
+      <div ref={box} className="w-full overflow-hidden" role="img" aria-label={`${title}: ${description}`} />
       <ul className="mt-1 flex flex-wrap gap-x-3 gap-y-1 text-xs text-slate-700" aria-label={`${title}: key`}>
         {series.map((s) => (
           <li key={s.label} className="inline-flex items-center gap-1.5"><span aria-hidden="true" className="h-0.5 w-4" style={{ background: s.color }} />{s.label}</li>
