@@ -9,8 +9,9 @@
 //      invariant checker (one test; seed TICK_CHAOS_SEED, default 1, so a failure replays)
 //      then the failover tests with a real HA stack (tooling/chaos/src/failover, docs/failover.md):
 //      Patroni, etcd and HAProxy (Debian packages) under the real apps; S3, the primary killed under load
-//      with synchronous and then asynchronous replication; S18, a whole region lost and back; prints RPO
-//      and RTO (one test, about 3 minutes)
+//      with synchronous and then asynchronous replication; S18, a whole region lost and back; the Redis
+//      primary lost under Sentinel (redis-sentinel), and the old primary back; prints RPO and RTO (one test,
+//      about 5 minutes)
 //   4. end to end: the product is started with `npm start` on spare ports against a fresh database,
 //      Playwright drives it over HTTP and in chromium, then it gets a Ctrl-C (SIGINT to its process
 //      group) and must exit 0, every app having logged a clean stop and gone.
@@ -126,9 +127,9 @@ async function chaos(env) {
   byExitCode(`fault-injection suite, seed ${seed}`, code, ": its violations are printed above");
 }
 
-/** The failover tests (S3, S18): need patroni, etcd-server, haproxy and PostgreSQL 15; a missing one fails them, by name. */
+/** The failover tests (S3, S18, Redis): need patroni, etcd-server, haproxy, PostgreSQL 15 and redis-sentinel; a missing one fails them, by name. */
 async function failover(env) {
-  log("failover tests with Patroni, etcd and HAProxy (S3: the Postgres primary lost; S18: a region lost)");
+  log("failover tests with Patroni, etcd, HAProxy and Redis Sentinel (S3: the Postgres primary lost; S18: a region lost; the Redis primary lost)");
   const { ensureRedisServerBinary } = await import("./lib/services.mjs");
   try {
     ensureRedisServerBinary(log); // its apps get a redis-server of their own, as the chaos suite's do

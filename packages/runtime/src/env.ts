@@ -73,10 +73,41 @@ export const cidrList = z
     }
   });
 
+/** Redis Sentinel addresses (REDIS_SENTINELS): `host:port` pairs separated by commas. */
+export const sentinelList = z.string().transform((text, ctx) => {
+  const sentinels: { host: string; port: number }[] = [];
+  for (const item of text.split(",").map((s) => s.trim()).filter(Boolean)) {
+    // host:port, or [v6]:port
+    const match = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(item);
+    const port = match ? Number(match[3]) : 0;
+    const host = match ? (match[1] ?? match[2])! : "";
+    if (!match || port < 1 || port > 65535 || !(isIP(host) !== 0 || z.hostname().safeParse(host).success)) {
+      ctx.addIssue({ code: "custom", message: `"${item}" is not host:port (e.g. 10.0.0.5:26379,10.0.0.6:26379)` });
+      return z.NEVER;
+    }
+    sentinels.push({ host, port });
+  }
+  if (sentinels.length === 0) {
+    ctx.addIssue({ code: "custom", message: "lists no sentinel (host:port, comma-separated)" });
+    return z.NEVER;
+  }
+  return sentinels;
+});
+
 /** Variables every process shares. */
 export const baseEnvShape = {
   DATABASE_URL: postgresUrl,
+  /**
+   * The Redis server. With REDIS_SENTINELS set, its host and port are not used: the primary is asked of the
+   * sentinels; its user, password, database number and scheme (rediss: TLS) still apply to the data nodes.
+   */
   REDIS_URL: redisUrl,
+  /** Redis Sentinel: the sentinels to ask for the current primary (`host:port,host:port,...`); unset: REDIS_URL is the server. */
+  REDIS_SENTINELS: sentinelList.optional(),
+  /** The name the sentinels monitor the primary under (`sentinel monitor <name> ...`). */
+  REDIS_SENTINEL_MASTER: z.string().min(1).default("mymaster"),
+  /** The sentinels' own password (`requirepass` on the sentinels), if they have one. */
+  REDIS_SENTINEL_PASSWORD: z.string().optional(),
   LOG_LEVEL: logLevel.default("info"),
   /** Region this process runs in (shard leases record it; see docs/architecture.md). */
   TICK_REGION: z.string().min(1).default("local"),

@@ -8,7 +8,7 @@ import { createLogger, type Logger } from "./logger.js";
 import { createMetricsRegistry } from "./metrics.js";
 import { installGracefulShutdown, type ShutdownStep } from "./shutdown.js";
 import { startStoreProbe } from "./store-probe.js";
-import { appStores, type Pingable } from "./stores.js";
+import { appStores, redisTarget, type Pingable } from "./stores.js";
 import { createTracing, tracingConfig, type Tracing, type TracingEnv } from "./tracing.js";
 
 /**
@@ -45,6 +45,9 @@ export interface ServiceNode {
 export interface ServiceEnv extends TracingEnv {
   DATABASE_URL: string;
   REDIS_URL: string;
+  REDIS_SENTINELS?: { host: string; port: number }[] | undefined;
+  REDIS_SENTINEL_MASTER?: string;
+  REDIS_SENTINEL_PASSWORD?: string | undefined;
   LOG_LEVEL: string;
   TICK_REGION: string;
   TICK_BIND_HOST: string;
@@ -109,7 +112,7 @@ export async function runService<E extends ServiceEnv, P extends Pingable>(optio
     const { id, healthPort, dbPoolSize } = options.identity(env);
     const logger = createLogger({ name, level: env.LOG_LEVEL });
     const registry = createMetricsRegistry(name);
-    const stores = appStores(options.createPool(env.DATABASE_URL, { max: dbPoolSize, applicationName: `tick-${name} ${id}` }), env.REDIS_URL, logger);
+    const stores = appStores(options.createPool(env.DATABASE_URL, { max: dbPoolSize, applicationName: `tick-${name} ${id}` }), redisTarget(env), logger, `tick-${name}`);
     const { pool, redis, indexRedis } = stores;
     const probe = startStoreProbe({ registry, databaseNow: () => options.databaseNow(pool), pingRedis: () => indexRedis.ping(), intervalMs: env.TICK_STORE_PROBE_INTERVAL });
     const tracing = await createTracing(tracingConfig(env, { serviceName: `tick-${name}`, serviceInstanceId: id }), logger);

@@ -1,4 +1,4 @@
-import { Redis } from "ioredis";
+import { Redis, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
 import type { ReadinessCheck } from "./health-server.js";
 import type { ShutdownStep } from "./shutdown.js";
@@ -9,15 +9,60 @@ import type { ShutdownStep } from "./shutdown.js";
  * By default commands wait for a reconnect (`maxRetriesPerRequest: null`, which BullMQ requires);
  * `failFast` makes a command fail after one retry instead, for request paths that must answer.
  */
-export function createRedis(url: string, logger: Logger, options: { failFast?: boolean; commandTimeoutMs?: number } = {}): Redis {
-  const redis = new Redis(url, {
+export function createRedis(target: string | RedisTarget, logger: Logger, options: { failFast?: boolean; commandTimeoutMs?: number; clientName?: string } = {}): Redis {
+  const common: RedisOptions = {
     maxRetriesPerRequest: options.failFast ? 1 : null,
     lazyConnect: true,
+    // CLIENT LIST on a Redis node shows which app each connection is.
+    ...(options.clientName ? { connectionName: options.clientName } : {}),
+    // A primary demoted to a replica under the connection (a failover behind one address, or Sentinel's) answers
+    // READONLY: reconnect, to whatever the address or the sentinels name now.
+    reconnectOnError: (err) => err.message.startsWith("READONLY"),
     ...(options.commandTimeoutMs ? { commandTimeout: options.commandTimeoutMs } : {}),
-  });
+  };
+  const redis = typeof target === "string" || !target.sentinels ? new Redis(typeof target === "string" ? target : target.url, common) : new Redis({ ...sentinelOptions(target), ...common });
   redis.on("error", (err) => logger.warn({ err: err.message }, "redis connection error"));
   redis.connect().catch(() => {});
   return redis;
+}
+
+/**
+ * Where Redis is: a URL, or (with sentinels) the sentinels that name the current primary. baseEnvShape's
+ * REDIS_URL, REDIS_SENTINELS, REDIS_SENTINEL_MASTER and REDIS_SENTINEL_PASSWORD make one: redisTarget(env).
+ */
+export interface RedisTarget {
+  /** The server; with sentinels, only its user, password, database number and scheme apply. */
+  url: string;
+  sentinels?: { host: string; port: number }[] | undefined;
+  /** The name the sentinels monitor the primary under. */
+  masterName?: string | undefined;
+  sentinelPassword?: string | undefined;
+}
+
+/** The RedisTarget an app's parsed env describes. */
+export function redisTarget(env: { REDIS_URL: string; REDIS_SENTINELS?: { host: string; port: number }[] | undefined; REDIS_SENTINEL_MASTER?: string; REDIS_SENTINEL_PASSWORD?: string | undefined }): RedisTarget {
+  return { url: env.REDIS_URL, sentinels: env.REDIS_SENTINELS, masterName: env.REDIS_SENTINEL_MASTER, sentinelPassword: env.REDIS_SENTINEL_PASSWORD };
+}
+
+/**
+ * ioredis' Sentinel options for a target: the client asks the sentinels for the primary on every (re)connect,
+ * checks that the node it reached is the primary, and with failoverDetector also listens to the sentinels'
+ * +switch-master so a promotion moves it at once rather than at its next connection error (createRedis also
+ * reconnects on READONLY, a primary demoted under the connection).
+ */
+export function sentinelOptions(target: RedisTarget): RedisOptions {
+  const url = new URL(target.url);
+  const db = Number(url.pathname.replace(/^\//, "") || 0);
+  return {
+    sentinels: target.sentinels,
+    name: target.masterName ?? "mymaster",
+    ...(target.sentinelPassword ? { sentinelPassword: target.sentinelPassword } : {}),
+    ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
+    ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
+    ...(Number.isInteger(db) && db > 0 ? { db } : {}),
+    ...(url.protocol === "rediss:" ? { tls: {}, enableTLSForSentinelMode: true } : {}),
+    failoverDetector: true,
+  };
 }
 
 /** A Postgres pool as far as readiness and shutdown need it. */
@@ -46,13 +91,14 @@ export function storeLifecycle(pool: Pingable, redis: Redis): { checks: Record<s
  * breakers (so a Redis outage degrades to polling instead of hanging), with readiness checks and
  * shutdown steps for all three.
  */
-export function appStores<P extends Pingable>(pool: P, redisUrl: string, logger: Logger) {
-  const redis = createRedis(redisUrl, logger);
-  const indexRedis = createRedis(redisUrl, logger, { failFast: true, commandTimeoutMs: 500 });
-  const lifecycle = storeLifecycle(pool, redis);
+export function appStores<P extends Pingable>(pool: P, target: string | RedisTarget, logger: Logger, clientName?: string) {
+  const named = clientName ? { clientName } : {};
+  const broker = createRedis(target, logger, named);
+  const indexRedis = createRedis(target, logger, { failFast: true, commandTimeoutMs: 500, ...named });
+  const lifecycle = storeLifecycle(pool, broker);
   return {
     pool,
-    redis,
+    redis: broker,
     indexRedis,
     checks: lifecycle.checks,
     /** Run after the app's own stop steps. */

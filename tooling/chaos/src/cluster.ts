@@ -107,6 +107,11 @@ export async function startCluster(options: {
   database?: TestDatabase;
   /** More environment for every process (the failover test's TICK_REGION). */
   env?: Record<string, string>;
+  /**
+   * The product's Redis (the Redis failover test's primary, or its REDIS_URL beside REDIS_SENTINELS in env),
+   * which the processes then reach directly. Default: the private redis-server, through redisProxy.
+   */
+  redisUrl?: string;
   /** Prefix of process names and so of SCHEDULER_ID/WORKER_ID (two clusters on one database must not share them). */
   namePrefix?: string;
   /**
@@ -145,7 +150,7 @@ export async function startCluster(options: {
     ...FAST,
     ...options.env,
     DATABASE_URL: options.database ? db.url : pgProxy.url(db.url),
-    REDIS_URL: redisProxy.url(redisUrl),
+    REDIS_URL: options.redisUrl ?? redisProxy.url(redisUrl),
   } as Record<string, string>;
   /** Direct connections (not through the proxies) for the workload's bookkeeping and the checker. */
   const pool = new pg.Pool({ connectionString: db.url, max: 4 });

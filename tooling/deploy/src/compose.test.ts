@@ -16,9 +16,34 @@ const apps = services.flatMap(([name, s]) => {
 
 describe("infra/compose.yaml (one host)", () => {
   it("runs Postgres, Redis, the migrations, the console, two schedulers and two workers", () => {
-    expect(Object.keys(compose.services).sort()).toEqual(["console", "migrate", "postgres", "redis", "scheduler-1", "scheduler-2", "worker-1", "worker-2"]);
+    expect(services.filter(([, s]) => !s.profiles).map(([name]) => name).sort()).toEqual(["console", "migrate", "postgres", "redis", "scheduler-1", "scheduler-2", "worker-1", "worker-2"]);
     const count = (app: AppName) => apps.filter((a) => a.app === app).length;
     expect([count("console"), count("scheduler"), count("worker")]).toEqual([1, 2, 2]);
+  });
+
+  it("has a sentinel profile: a replica of redis and three sentinels monitoring it as the master name the apps are given", () => {
+    const profiled = services.filter(([, s]) => s.profiles?.includes("sentinel")).map(([name]) => name).sort();
+    expect(profiled).toEqual(["redis-replica", "sentinel-1", "sentinel-2", "sentinel-3"]);
+    expect(compose.services["redis-replica"]!.command!.join(" ")).toContain("--replicaof redis 6379");
+    const master = new Set(apps.map((a) => a.env.REDIS_SENTINEL_MASTER));
+    expect([...master]).toEqual(["tick"]);
+    for (const name of ["sentinel-1", "sentinel-2", "sentinel-3"]) {
+      const s = compose.services[name]!;
+      const script = s.command!.join(" ");
+      expect(script).toContain("sentinel monitor tick redis 6379 2");
+      expect(script).toContain("exec redis-server /tmp/sentinel.conf --sentinel");
+      // Each announces its own name ($$ is compose's literal dollar: the shell expands it in the container).
+      expect(script).toContain("sentinel announce-ip $SENTINEL_NAME");
+      expect(environmentOf(s).SENTINEL_NAME).toBe(name);
+    }
+    // Without REDIS_SENTINELS the apps use REDIS_URL; with it (as infra/.env sets it for the profile) each app's
+    // schema takes the sentinels.
+    for (const a of apps) expect(a.env.REDIS_SENTINELS).toBe("");
+    const withSentinels = loadCompose(composeFile, { ...exampleEnv, REDIS_SENTINELS: "sentinel-1:26379,sentinel-2:26379,sentinel-3:26379" });
+    for (const [name, s] of Object.entries(withSentinels.services)) {
+      const app = appOf(s.command);
+      if (app) expect({ service: name, problems: envProblems(app, environmentOf(s)) }).toEqual({ service: name, problems: [] });
+    }
   });
 
   it("gives every app an environment its own schema accepts: every required variable set, none unknown", () => {

@@ -34,6 +34,8 @@ export interface ComposeService {
   healthcheck?: { test: string[] };
   restart?: string;
   ports?: string[];
+  /** Started only with `--profile <name>` (the sentinel profile). */
+  profiles?: string[];
 }
 
 export interface ComposeFile {

@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import { createPool, createPrismaClient, type PrismaClient } from "@tick/db";
-import { createLogger, createMetricsRegistry, createRedis, MetricLabels, metricLabelConfig, type Logger } from "@tick/runtime";
+import { createLogger, createMetricsRegistry, createRedis, MetricLabels, metricLabelConfig, redisTarget, type Logger } from "@tick/runtime";
 import type pg from "pg";
 import { getEnv } from "./env";
 import { createConsoleMetrics, type ConsoleMetrics } from "./metrics";
@@ -22,7 +22,7 @@ export function getContext(): ConsoleContext {
   if (!holder.__tickConsole) {
     const env = getEnv();
     const logger = createLogger({ name: "console", level: env.LOG_LEVEL });
-    const redis = createRedis(env.REDIS_URL, logger, { failFast: true, commandTimeoutMs: 1_000 });
+    const redis = createRedis(redisTarget(env), logger, { failFast: true, commandTimeoutMs: 1_000, clientName: "tick-console" });
     holder.__tickConsole = {
       prisma: createPrismaClient(env.DATABASE_URL),
       pool: createPool(env.DATABASE_URL, { applicationName: "tick-console", connectionTimeoutMillis: 3_000 }),

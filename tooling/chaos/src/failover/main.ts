@@ -5,12 +5,14 @@ import { seededRandom } from "../random.js";
 import type { TryOutcome } from "./create-load.js";
 import { findHaBinaries, stopAllStacks } from "./ha-stack.js";
 import { runPostgresFailover, type FailoverRun } from "./postgres-failover.js";
+import { runRedisFailover, type RedisFailoverReport } from "./redis-failover.js";
 import { runRegionFailover, type RegionFailoverReport } from "./region-failover.js";
 
-// node tooling/chaos/dist/failover/main.js [--seed N] [--json file] [--scenario s3|s18|all]
+// node tooling/chaos/dist/failover/main.js [--seed N] [--json file] [--scenario s3|s18|redis|all] [--no-sentinel]
 // The failover tests with a real HA stack (docs/failover.md): S3, the Postgres primary's loss under
-// Patroni, with synchronous then asynchronous replication; S18, a whole region lost and back. Prints RPO
-// and RTO; exits 1 on a broken invariant.
+// Patroni, with synchronous then asynchronous replication; S18, a whole region lost and back; redis, the
+// Redis primary's loss under Sentinel (--no-sentinel: the same run with the apps not given the sentinels,
+// which must fail). Prints RPO and RTO; exits 1 on a broken invariant.
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -59,18 +61,31 @@ function printRegion(r: RegionFailoverReport) {
   process.stdout.write(`${JSON.stringify({ scenario: "S18", rtoMs: r.rtoMs, shardTakeoverMs: r.shardTakeoverMs, rpoJobs: r.rpoJobs, acknowledged: r.acknowledged, duplicateEffects: r.duplicateEffects, handBackMs: r.handBackMs, staleWritesRefused: r.staleWritesRefused, violations: r.violations.length })}\n`);
 }
 
+function printRedis(r: RedisFailoverReport) {
+  const ms = (v: number | null) => (v === null ? "never" : String(v));
+  process.stdout.write(
+    `\nRedis primary lost (Sentinel: ${r.sentinel ? "3 sentinels, quorum 2" : "NOT given to the apps"}; down-after ${r.timings.downAfterMs} ms, failover-timeout ${r.timings.failoverTimeoutMs} ms):\n` +
+      `| killed → promoted | promotion (ms) | RTO: jobs run again (ms) | creates acknowledged | lost | duplicate effects | raw duplicate deliveries | max start lag (ms) | old primary a replica again (ms) | app connections on the old primary | jobs run after its return |\n` +
+      `|---|---|---|---|---|---|---|---|---|---|---|\n` +
+      `| ${r.killed} → ${r.promoted ?? "none"} | ${ms(r.promotionMs)} | ${ms(r.rtoMs)} | ${r.acknowledged} | ${r.lost} | ${r.duplicateEffects} | ${r.rawDuplicateDeliveries} | ${ms(r.maxStartLagMs)} | ${ms(r.oldPrimaryRejoinMs)} | ${r.appConnectionsOnOldPrimary} | ${r.ranAfterRejoin} |\n\n`,
+  );
+  log(`redis: creates around the kill (Redis is not on their path): first acknowledged ${ms(r.creates.rtoMs)} ms after it; answers in between ${JSON.stringify(r.creates.during)}`);
+  log(`redis: facts: ${JSON.stringify(r.facts)}`);
+  process.stdout.write(`${JSON.stringify({ scenario: "redis", sentinel: r.sentinel, promotionMs: r.promotionMs, rtoMs: r.rtoMs, lost: r.lost, duplicateEffects: r.duplicateEffects, oldPrimaryRejoinMs: r.oldPrimaryRejoinMs, violations: r.violations.length })}\n`);
+}
+
 async function main() {
   const seed = Number(arg("seed") ?? 1);
   const json = arg("json");
   const scenario = arg("scenario") ?? "all";
-  if (!["s3", "s18", "all"].includes(scenario)) throw new Error(`--scenario: s3, s18 or all (got ${scenario})`);
+  if (!["s3", "s18", "redis", "all"].includes(scenario)) throw new Error(`--scenario: s3, s18, redis or all (got ${scenario})`);
   const bins = findHaBinaries(); // a missing package is a failure that names it, never a skip
   log(`seed ${seed}; patroni ${bins.patroni}, etcd ${bins.etcd}, haproxy ${bins.haproxy}, PostgreSQL ${bins.pgBinDir}`);
   const logDir = path.join(process.cwd(), ".data", "failover", `seed-${seed}-${new Date().toISOString().replace(/[:.]/g, "-")}`);
   log(`process logs: ${logDir}`);
   const violations: string[] = [];
   const report: Record<string, unknown> = { seed, machine: { cpus: os.cpus().length, node: process.version } };
-  if (scenario !== "s18") {
+  if (scenario === "s3" || scenario === "all") {
     const s3 = await runPostgresFailover({ log, logDir, random: seededRandom(seed) });
     process.stdout.write(`\nS3, Postgres primary lost (Patroni ttl ${s3.timings.ttl} s, loop_wait ${s3.timings.loopWait} s; HAProxy check every ${s3.timings.checkInterval}):\n${table(s3.runs)}\n\n`);
     for (const r of s3.runs) {
@@ -89,11 +104,17 @@ async function main() {
     report.s3 = s3;
     violations.push(...s3.violations.map((v) => `S3: ${v}`));
   }
-  if (scenario !== "s3") {
+  if (scenario === "s18" || scenario === "all") {
     const s18 = await runRegionFailover({ log, logDir, random: seededRandom(seed + 1) });
     printRegion(s18);
     report.s18 = s18;
     violations.push(...s18.violations.map((v) => `S18: ${v}`));
+  }
+  if (scenario === "redis" || scenario === "all") {
+    const redis = await runRedisFailover({ log, logDir, random: seededRandom(seed + 2), sentinel: !process.argv.includes("--no-sentinel") });
+    printRedis(redis);
+    report.redis = redis;
+    violations.push(...redis.violations.map((v) => `Redis: ${v}`));
   }
   report.durationMs = Date.now() - started;
   if (json) {

@@ -230,16 +230,7 @@ export async function runPostgresFailover(options: { log: (line: string) => void
     const acked = load.ops.filter((o) => o.jobId);
     const missing = await missingJobs(cluster.pool, acked);
 
-    const verdict = await checkInvariants({
-      pool: cluster.pool,
-      sink,
-      ops: load.ops,
-      phases,
-      quietLagBoundMs: Infinity,
-      leaseTtlMs: LEASE_TTL_MS,
-      startLagSlackMs: START_LAG_SLACK_MS,
-      heldDependencies: [],
-    });
+    const verdict = await checkFailoverLoad(cluster.pool, sink, load.ops, phases);
     // Acknowledged jobs lost with asynchronous replication are its measured RPO, reported as such; with
     // synchronous replication they are a failure. Every other invariant holds in both modes.
     const asyncPhases = new Set(runs.filter((r) => r.replication === "asynchronous").flatMap((r) => r.phases));
@@ -302,6 +293,11 @@ export async function runPostgresFailover(options: { log: (line: string) => void
     await sink?.close();
     await stack.stop().catch((err: unknown) => log(`stopping the HA stack failed: ${String(err)}`));
   }
+}
+
+/** The chaos checker over a failover test's create load: no quiet tenant, no held dependency, the cluster's leases. */
+export function checkFailoverLoad(pool: pg.Pool, sink: ChaosSink, ops: Op[], phases: PhaseRun[]) {
+  return checkInvariants({ pool, sink, ops, phases, quietLagBoundMs: Infinity, leaseTtlMs: LEASE_TTL_MS, startLagSlackMs: START_LAG_SLACK_MS, heldDependencies: [] });
 }
 
 /** Longer than a recurrence round's lookahead plus its interval (1 s + 250 ms in the chaos cluster, 2 s + 500 ms by default): see drainJobs. */

@@ -4,16 +4,15 @@ import path from "node:path";
 import type pg from "pg";
 import { shardForTenant } from "@tick/db";
 import { migrateDeploy } from "@tick/db/migrate";
-import { checkInvariants, type PhaseRun } from "../checker.js";
-import { LEASE_TTL_MS, SHARDS, startCluster, type Cluster } from "../cluster.js";
+import type { PhaseRun } from "../checker.js";
+import { SHARDS, startCluster, type Cluster } from "../cluster.js";
 import type { Random } from "../random.js";
 import { startChaosSink, type ChaosSink } from "../sink.js";
 import { createTenant, type Op, type Tenant } from "../workload.js";
 import { countOutcomes, fetchWithTimeout, measureGap, startCreateLoad, type CreateLoad, type TryOutcome } from "./create-load.js";
 import { createHaStack, TEST_TIMINGS } from "./ha-stack.js";
-import { drainJobs, isInRecovery, missingJobs } from "./postgres-failover.js";
+import { checkFailoverLoad, drainJobs, isInRecovery, missingJobs } from "./postgres-failover.js";
 
-const START_LAG_SLACK_MS = 4_000;
 const STEADY_MS = 6_000;
 /** Region a's shards and region b's (TICK_SHARD_REGIONS, the same for every scheduler). */
 const HOME_SHARDS = { a: [0, 1, 2, 3], b: [4, 5, 6, 7] };
@@ -252,7 +251,7 @@ export async function runRegionFailover(options: { log: (line: string) => void; 
     const acked = ops.filter((o) => o.jobId);
     const missing = await missingJobs(b.pool, acked);
     if (missing.length > 0) violations.push(`${missing.length} acknowledged jobs lost with synchronous replication (RPO must be 0): ${missing.slice(0, 5).map((o) => o.key).join(", ")}`);
-    const verdict = await checkInvariants({ pool: b.pool, sink, ops, phases, quietLagBoundMs: Infinity, leaseTtlMs: LEASE_TTL_MS, startLagSlackMs: START_LAG_SLACK_MS, heldDependencies: [] });
+    const verdict = await checkFailoverLoad(b.pool, sink, ops, phases);
     violations.push(...verdict.violations);
     const tries = loads.flatMap((l) => l.tries);
     const outcomes = countOutcomes(tries);
