@@ -84,6 +84,10 @@ test("flow keys: per-key limits set on the queue page; a job waits with 2 of 2 i
     await checkPageAtWidths(page, "jobs-waiting-key-cap", async () => {
       await expect(listRow.getByTestId("row-waiting")).toBeVisible();
     });
+    // Filtered by the flow key, the list holds the key's three jobs and nothing else.
+    await page.getByTestId("filter-flow-key").fill("acme");
+    await expect(page.getByTestId("job-row")).toHaveCount(3);
+    expect((await page.getByTestId("job-row").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-job-id")))).sort()).toEqual([...ids].sort());
 
     // The queue page: the key's figures, the totals and the chart; then pause, override and reset from its row.
     await page.goto("/queues");

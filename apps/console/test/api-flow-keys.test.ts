@@ -41,6 +41,23 @@ describe("flow keys on jobs and queues", () => {
     expect((tooLong as unknown as { problem: { type: string } }).problem.type).toBe("https://tick.dev/problems/validation-failed");
   });
 
+  it("lists jobs by flow key (with a queue too), and never another tenant's; an empty or too long key is a problem", async () => {
+    const a = suite.h.client((await suite.h.createTenant()).apiKey);
+    const b = suite.h.client((await suite.h.createTenant()).apiKey);
+    const made: Record<string, string[]> = { k1: [], k2: [] };
+    for (const key of ["k1", "k2", "k1"]) made[key]!.push(ok(await a.call("createJob", { body: jobBody({ flowKey: key }) })).body.id);
+    ok(await a.call("createJob", { body: jobBody({}) }));
+    ok(await b.call("createJob", { body: jobBody({ flowKey: "k1" }) }));
+    const k1 = ok(await a.call("listJobs", { query: { flowKey: "k1" } }));
+    expect(k1.body.data.map((j) => j.id).sort()).toEqual([...made.k1!].sort());
+    expect(k1.body.data.every((j) => j.flowKey === "k1")).toBe(true);
+    const inQueue = ok(await a.call("listJobs", { query: { flowKey: "k2", queue: "default" } }));
+    expect(inQueue.body.data.map((j) => j.id)).toEqual(made.k2);
+    expect(ok(await a.call("listJobs", { query: { flowKey: "k2", queue: "elsewhere" } })).body.data).toEqual([]);
+    expect(ok(await b.call("listJobs", { query: { flowKey: "k2" } })).body.data).toEqual([]);
+    expect((await a.call("listJobs", { query: { flowKey: "x".repeat(256) } })).status).toBe(422);
+  });
+
   it("lists a queue's top keys with their figures; overrides, pauses and resets one; another tenant sees none of it", async () => {
     const t = await suite.h.createTenant();
     const client = suite.h.client(t.apiKey);

@@ -200,6 +200,7 @@ export const listJobsQuerySchema = z.object({
   scheduleId: uuid.optional(),
   idempotencyKey: z.string().max(255).optional().meta({ description: "Only the job created with this idempotency key" }),
   dependency: z.string().max(200).optional().meta({ description: "Only jobs of this dependency (their circuit-breaker key: the target host unless the job named one)" }),
+  flowKey: z.string().min(1).max(255).optional().meta({ description: "Only jobs of this flow key (in any queue; with `queue`, that queue's)" }),
   createdAfter: timestamp.optional(),
   createdBefore: timestamp.optional(),
   ...pageQuery,

@@ -279,6 +279,8 @@ export interface ListJobsFilter {
   idempotencyKey?: string;
   /** Exactly this dependency (circuit-breaker key: the target host unless the job named one). */
   dependency?: string;
+  /** Exactly this flow key. */
+  flowKey?: string;
   /** Keyset cursor: rows strictly older than (createdAt, id). */
   before?: { at: string; id: string };
   limit: number;
@@ -300,6 +302,7 @@ export async function listJobs(db: Queryable, tenantId: string, f: ListJobsFilte
         AND ($7::timestamptz IS NULL OR (j.created_at, j.id) < ($7, $8::uuid))
         AND ($10::text IS NULL OR j.idempotency_key = $10)
         AND ($11::text IS NULL OR j.dependency_key = $11)
+        AND ($12::text IS NULL OR j.flow_key = $12)
       ORDER BY j.created_at DESC, j.id DESC
       LIMIT $9`,
     [
@@ -314,6 +317,7 @@ export async function listJobs(db: Queryable, tenantId: string, f: ListJobsFilte
       f.limit,
       f.idempotencyKey ?? null,
       f.dependency ?? null,
+      f.flowKey ?? null,
     ],
   );
   return rows;

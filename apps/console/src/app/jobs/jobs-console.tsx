@@ -52,6 +52,7 @@ export function JobsConsole({ canWrite }: { canWrite: boolean }) {
   const [status, setStatus] = useState("");
   const [queue, setQueue] = useState("");
   const [dependency, setDependency] = useState("");
+  const [flowKey, setFlowKey] = useState("");
   const [idempotencyKey, setIdempotencyKey] = useState("");
   const [search, setSearch] = useState("");
   const [since, setSince] = useState("");
@@ -63,7 +64,7 @@ export function JobsConsole({ canWrite }: { canWrite: boolean }) {
   const [results, setResults] = useState<CancelResult[]>([]);
 
   const queues = useQuery({ queryKey: ["queues"], queryFn: () => ok(api().call("listQueues", {})) });
-  const filter = { status, queue, dependency: dependency.trim(), idempotencyKey, createdAfter: instant(since), createdBefore: instant(until) };
+  const filter = { status, queue, dependency: dependency.trim(), flowKey: flowKey.trim(), idempotencyKey, createdAfter: instant(since), createdBefore: instant(until) };
   const jobs = useInfiniteQuery({
     queryKey: ["jobs", filter],
     initialPageParam: undefined as string | undefined,
@@ -75,6 +76,7 @@ export function JobsConsole({ canWrite }: { canWrite: boolean }) {
             ...(filter.status ? { status: filter.status } : {}),
             ...(filter.queue ? { queue: filter.queue } : {}),
             ...(filter.dependency ? { dependency: filter.dependency } : {}),
+            ...(filter.flowKey ? { flowKey: filter.flowKey } : {}),
             ...(filter.idempotencyKey ? { idempotencyKey: filter.idempotencyKey } : {}),
             ...(filter.createdAfter ? { createdAfter: filter.createdAfter } : {}),
             ...(filter.createdBefore ? { createdBefore: filter.createdBefore } : {}),
@@ -89,7 +91,7 @@ export function JobsConsole({ canWrite }: { canWrite: boolean }) {
   const rows = jobs.data?.pages.flatMap((p) => p.data) ?? [];
   // The list's own fetch time as "now": the rows due by then may be held (a cap, a pause, a rate).
   const asked = new Set(rows.filter((j) => mayBeHeld(j, jobs.dataUpdatedAt)).slice(0, WAITING_ROWS).map((j) => j.id));
-  const filtered = Boolean(status || queue || dependency || idempotencyKey || since || until);
+  const filtered = Boolean(status || queue || dependency || flowKey || idempotencyKey || since || until);
   const chosen = rows.filter((j) => selected.has(j.id) && CANCELLABLE.has(j.status));
 
   const onSearch = (e: FormEvent) => {
@@ -143,7 +145,7 @@ export function JobsConsole({ canWrite }: { canWrite: boolean }) {
         <button type="submit" className={`${buttonClass} self-end`}>Find</button>
       </form>
 
-      <form className="mb-4 grid gap-3 sm:grid-cols-2 lg:grid-cols-5" aria-label="Filter jobs" onSubmit={(e) => e.preventDefault()}>
+      <form className="mb-4 grid gap-3 sm:grid-cols-2 lg:grid-cols-3 xl:grid-cols-6" aria-label="Filter jobs" onSubmit={(e) => e.preventDefault()}>
         <label className="text-xs font-medium text-slate-700">Status
           <select className={field} value={status} onChange={(e) => setStatus(e.target.value)} data-testid="filter-status">
             {STATUS_CHOICES.map((s) => <option key={s.value} value={s.value}>{s.label}</option>)}
@@ -157,6 +159,9 @@ export function JobsConsole({ canWrite }: { canWrite: boolean }) {
         </label>
         <label className="text-xs font-medium text-slate-700">Dependency
           <input className={field} value={dependency} onChange={(e) => setDependency(e.target.value)} placeholder="e.g. api.example.com" />
+        </label>
+        <label className="text-xs font-medium text-slate-700">Flow key
+          <input className={field} value={flowKey} onChange={(e) => setFlowKey(e.target.value)} placeholder="e.g. customer-42" data-testid="filter-flow-key" />
         </label>
         <label className="text-xs font-medium text-slate-700">Created from
           <input type="datetime-local" className={field} value={since} onChange={(e) => setSince(e.target.value)} />

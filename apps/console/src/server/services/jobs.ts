@@ -349,6 +349,7 @@ export async function listJobs({ pool }: Pick<TenantServiceDeps, "pool">, tenant
         scheduleId: query.scheduleId,
         idempotencyKey: query.idempotencyKey,
         dependency: query.dependency,
+        flowKey: query.flowKey,
         createdAfter: query.createdAfter,
         createdBefore: query.createdBefore,
         ...window,
