@@ -279,10 +279,17 @@ export async function startCluster(options: {
         return launch(m.name, m.role, extraEnv);
       });
     },
-    async restartRedis() {
-      redisProc.child.kill("SIGKILL");
-      await redisProc.exited;
-      redisProc = await startRedis();
+    /**
+     * SIGKILLs redis-server and starts it again, empty. Restarts run one after another: two faults of a mixed
+     * round that both restarted Redis each started a server on the port, the second failed to bind while the
+     * first answered its ping, and the first was left running after the run (it was no longer the one tracked).
+     */
+    restartRedis(): Promise<void> {
+      return oneAtATime("redis-server", async () => {
+        redisProc.child.kill("SIGKILL");
+        await redisProc.exited;
+        redisProc = await startRedis();
+      });
     },
     /** Ends every server backend of the product's database (as a failover or an admin would). */
     async terminateBackends(): Promise<number> {
