@@ -3,6 +3,7 @@ import os from "node:os";
 import { z } from "zod";
 import { durationSchema, parseCidrList } from "@tick/core";
 import { DEFAULT_METRIC_LABELS, type MetricLabelConfig } from "./bounded-labels.js";
+import type { SentinelAddress } from "./stores.js";
 import { tracingEnvShape } from "./tracing.js";
 
 /** Thrown when the environment does not satisfy an app's schema; the message names every bad variable. */
@@ -56,7 +57,10 @@ export const processId = z.string().min(1).default(`${os.hostname()}:${process.p
 export const logLevel = z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
 
 /** An address to listen on: an IP literal (0.0.0.0 or :: for every interface) or a host name. */
-export const bindHost = z.string().refine((value) => isIP(value) !== 0 || z.hostname().safeParse(value).success, {
+/** An IP literal or a host name. */
+const isHost = (value: string) => isIP(value) !== 0 || z.hostname().safeParse(value).success;
+
+export const bindHost = z.string().refine(isHost, {
   message: "must be an IP address (127.0.0.1, 0.0.0.0, ::) or a host name",
 });
 
@@ -75,13 +79,13 @@ export const cidrList = z
 
 /** Redis Sentinel addresses (REDIS_SENTINELS): `host:port` pairs separated by commas. */
 export const sentinelList = z.string().transform((text, ctx) => {
-  const sentinels: { host: string; port: number }[] = [];
+  const sentinels: SentinelAddress[] = [];
   for (const item of text.split(",").map((s) => s.trim()).filter(Boolean)) {
     // host:port, or [v6]:port
     const match = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(item);
     const port = match ? Number(match[3]) : 0;
     const host = match ? (match[1] ?? match[2])! : "";
-    if (!match || port < 1 || port > 65535 || !(isIP(host) !== 0 || z.hostname().safeParse(host).success)) {
+    if (!match || port < 1 || port > 65535 || !isHost(host)) {
       ctx.addIssue({ code: "custom", message: `"${item}" is not host:port (e.g. 10.0.0.5:26379,10.0.0.6:26379)` });
       return z.NEVER;
     }

@@ -8,7 +8,7 @@ import { createLogger, type Logger } from "./logger.js";
 import { createMetricsRegistry } from "./metrics.js";
 import { installGracefulShutdown, type ShutdownStep } from "./shutdown.js";
 import { startStoreProbe } from "./store-probe.js";
-import { appStores, redisTarget, type Pingable } from "./stores.js";
+import { appStores, redisTarget, type Pingable, type RedisEnv } from "./stores.js";
 import { createTracing, tracingConfig, type Tracing, type TracingEnv } from "./tracing.js";
 
 /**
@@ -42,12 +42,8 @@ export interface ServiceNode {
 }
 
 /** What runService reads from an app's parsed env (baseEnvShape and serviceEnvShape provide it). */
-export interface ServiceEnv extends TracingEnv {
+export interface ServiceEnv extends TracingEnv, RedisEnv {
   DATABASE_URL: string;
-  REDIS_URL: string;
-  REDIS_SENTINELS?: { host: string; port: number }[] | undefined;
-  REDIS_SENTINEL_MASTER?: string;
-  REDIS_SENTINEL_PASSWORD?: string | undefined;
   LOG_LEVEL: string;
   TICK_REGION: string;
   TICK_BIND_HOST: string;

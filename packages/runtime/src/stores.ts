@@ -20,7 +20,8 @@ export function createRedis(target: string | RedisTarget, logger: Logger, option
     reconnectOnError: (err) => err.message.startsWith("READONLY"),
     ...(options.commandTimeoutMs ? { commandTimeout: options.commandTimeoutMs } : {}),
   };
-  const redis = typeof target === "string" || !target.sentinels ? new Redis(typeof target === "string" ? target : target.url, common) : new Redis({ ...sentinelOptions(target), ...common });
+  const t = typeof target === "string" ? { url: target } : target;
+  const redis = t.sentinels ? new Redis({ ...sentinelOptions(t), ...common }) : new Redis(t.url, common);
   redis.on("error", (err) => logger.warn({ err: err.message }, "redis connection error"));
   redis.connect().catch(() => {});
   return redis;
@@ -33,14 +34,27 @@ export function createRedis(target: string | RedisTarget, logger: Logger, option
 export interface RedisTarget {
   /** The server; with sentinels, only its user, password, database number and scheme apply. */
   url: string;
-  sentinels?: { host: string; port: number }[] | undefined;
+  sentinels?: SentinelAddress[] | undefined;
   /** The name the sentinels monitor the primary under. */
   masterName?: string | undefined;
   sentinelPassword?: string | undefined;
 }
 
+export interface SentinelAddress {
+  host: string;
+  port: number;
+}
+
+/** The Redis variables of baseEnvShape, parsed. */
+export interface RedisEnv {
+  REDIS_URL: string;
+  REDIS_SENTINELS?: SentinelAddress[] | undefined;
+  REDIS_SENTINEL_MASTER?: string;
+  REDIS_SENTINEL_PASSWORD?: string | undefined;
+}
+
 /** The RedisTarget an app's parsed env describes. */
-export function redisTarget(env: { REDIS_URL: string; REDIS_SENTINELS?: { host: string; port: number }[] | undefined; REDIS_SENTINEL_MASTER?: string; REDIS_SENTINEL_PASSWORD?: string | undefined }): RedisTarget {
+export function redisTarget(env: RedisEnv): RedisTarget {
   return { url: env.REDIS_URL, sentinels: env.REDIS_SENTINELS, masterName: env.REDIS_SENTINEL_MASTER, sentinelPassword: env.REDIS_SENTINEL_PASSWORD };
 }
 
@@ -93,12 +107,12 @@ export function storeLifecycle(pool: Pingable, redis: Redis): { checks: Record<s
  */
 export function appStores<P extends Pingable>(pool: P, target: string | RedisTarget, logger: Logger, clientName?: string) {
   const named = clientName ? { clientName } : {};
-  const broker = createRedis(target, logger, named);
+  const redis = createRedis(target, logger, named);
   const indexRedis = createRedis(target, logger, { failFast: true, commandTimeoutMs: 500, ...named });
-  const lifecycle = storeLifecycle(pool, broker);
+  const lifecycle = storeLifecycle(pool, redis);
   return {
     pool,
-    redis: broker,
+    redis,
     indexRedis,
     checks: lifecycle.checks,
     /** Run after the app's own stop steps. */
