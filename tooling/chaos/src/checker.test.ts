@@ -385,7 +385,7 @@ describe("debounce windows", () => {
     const { creates, jobs, deliveries } = cleanRun();
     const v = judge(creates, jobs, deliveries);
     expect(v.violations).toEqual([]);
-    expect(v).toMatchObject({ windows: 5, creates: 10, folded: 5, closedByMaxWait: 1, foldedIntoRetry: 0, minNextWindowAfterClaimMs: 100 });
+    expect(v).toMatchObject({ windows: 5, creates: 10, folded: 5, closedByMaxWait: 1, foldedAfterClaim: 0, minNextWindowAfterClaimMs: 100 });
     expect(v.lost.size).toBe(0);
   });
 
@@ -439,13 +439,13 @@ describe("debounce windows", () => {
     expect(v.lost.has("t-7") && v.lost.has("t-8")).toBe(true);
   });
 
-  it("counts creates folded into a job waiting to retry without judging them", () => {
+  it("a create folded into a job after its first claim (back in scheduled to retry) is a violation", () => {
     const { creates, jobs, deliveries, t } = cleanRun();
     // T3's first attempt lost its lease (claimed at 5,700); back in scheduled, it took t-7 (due 7,500) and ran it.
     const retried = jobs.map((j) => (j.id === "T3" ? window(trailing, "T3", 6, 4_700, [5_700, 7_500]) : j));
     const t7 = create(trailing, 7, "T3", 7_500);
     const v = judge([...creates, t7], retried, [...deliveries.filter((d) => !d.attemptId.startsWith("T3")), ran(retried[2]!, t[6]!, 0), ran(retried[2]!, t7, 1)]);
-    expect(v.violations).toEqual([]);
-    expect(v.foldedIntoRetry).toBe(1);
+    expect(v.violations).toEqual(["debounce t (trailing): job T3: create t-7 was folded into it 1800 ms after its first claim (a job claimed once takes no fold)"]);
+    expect(v.foldedAfterClaim).toBe(1);
   });
 });

@@ -223,8 +223,8 @@ export interface DebounceVerdict {
   folded: number;
   /** Trailing windows whose job became due at its maxWait, its creates still coming. */
   closedByMaxWait: number;
-  /** Creates folded into a job after its first claim: it had gone back to scheduled to retry (not a violation; see below). */
-  foldedIntoRetry: number;
+  /** Creates folded into a job after its first claim (each one a violation: a job claimed once never takes a fold). */
+  foldedAfterClaim: number;
   /** The least time between a trailing window's job being claimed and the key's next window opening (may be negative within the tolerance). */
   minNextWindowAfterClaimMs: number | null;
 }
@@ -251,8 +251,9 @@ export interface DebounceVerdict {
  *   whose commit it then waits for.
  * Leading (the first create's job due at once, later creates within periodMs answered with it):
  * - a key's next window opens periodMs or more after the one before it.
- * A trailing job back in `scheduled` to retry (its attempt failed or its lease was settled) still takes creates, as
- * the fold's statement has it (a job whose status is scheduled); such creates are counted, not judged.
+ * A job claimed once never takes a fold, also when it is back in `scheduled` to retry (its attempt failed or its
+ * lease was settled) or was put back before its call: a create whose answered due time lies after the job's first
+ * claim was folded into a dispatched job, a violation.
  */
 export function checkDebounceWindows(args: {
   creates: readonly DebounceCreate[];
@@ -263,7 +264,7 @@ export function checkDebounceWindows(args: {
   rules: readonly DebounceRule[];
   claimToleranceMs: number;
 }): DebounceVerdict {
-  const v: DebounceVerdict = { violations: [], lost: new Set(), windows: 0, creates: args.creates.length, folded: 0, closedByMaxWait: 0, foldedIntoRetry: 0, minNextWindowAfterClaimMs: null };
+  const v: DebounceVerdict = { violations: [], lost: new Set(), windows: 0, creates: args.creates.length, folded: 0, closedByMaxWait: 0, foldedAfterClaim: 0, minNextWindowAfterClaimMs: null };
   const jobById = new Map(args.jobs.map((j) => [j.id, j]));
   const deliveriesOfAttempt = new Map<string, Delivery[]>();
   const deliveriesOfKey = new Map<string, Delivery[]>();
@@ -348,7 +349,10 @@ export function checkDebounceWindows(args: {
           if (dueAt < job.createdAt + rule.periodMs - 1 || dueAt > job.createdAt + maxWaitMs + 1) {
             v.violations.push(`${where(job)}: create ${c.opKey} made it due ${dueAt - job.createdAt} ms after the window opened (period ${rule.periodMs} ms, maxWait ${maxWaitMs} ms)`);
           }
-          if (firstClaim !== null && dueAt > firstClaim + 1) v.foldedIntoRetry++;
+          if (firstClaim !== null && dueAt > firstClaim + 1) {
+            v.foldedAfterClaim++;
+            v.violations.push(`${where(job)}: create ${c.opKey} was folded into it ${dueAt - firstClaim} ms after its first claim (a job claimed once takes no fold)`);
+          }
         }
         const latestDue = Math.max(...dues.map((d) => d.dueAt));
         if (dues.length && lastClaim !== null && lastClaim < latestDue - 1) {
@@ -738,7 +742,7 @@ export async function checkInvariants(args: {
         creates: debounce.creates,
         folded: debounce.folded,
         closedByMaxWait: debounce.closedByMaxWait,
-        foldedIntoRetry: debounce.foldedIntoRetry,
+        foldedAfterClaim: debounce.foldedAfterClaim,
         minNextWindowAfterClaimMs: debounce.minNextWindowAfterClaimMs,
         lost: debounce.lost.size,
         violations: debounce.violations.length,

@@ -102,7 +102,7 @@ function flowKeyTable(verdict: Verdict): string {
     ],
     [
       "debounce",
-      `${debounce.creates} creates, ${debounce.windows} windows (${debounce.folded} creates folded or answered, ${debounce.closedByMaxWait} trailing windows ran at maxWait, ${debounce.foldedIntoRetry} creates folded into a job waiting to retry); next trailing window opened at least ${debounce.minNextWindowAfterClaimMs ?? "-"} ms after the claim before it`,
+      `${debounce.creates} creates, ${debounce.windows} windows (${debounce.folded} creates folded or answered, ${debounce.closedByMaxWait} trailing windows ran at maxWait, ${debounce.foldedAfterClaim} creates folded into a job already claimed); next trailing window opened at least ${debounce.minNextWindowAfterClaimMs ?? "-"} ms after the claim before it`,
       `each window's job ran once, with its latest (trailing) or first (leading) create's payload; ${debounce.lost} creates lost`,
       String(debounce.violations),
     ],
