@@ -4,7 +4,8 @@ import { useInfiniteQuery, useQuery, useQueryClient } from "@tanstack/react-quer
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useState, type FormEvent } from "react";
-import { JOB_STATUSES, type Job, type Waiting } from "@tick/contract";
+import { JOB_STATUSES, type Job } from "@tick/contract";
+import { jobQuery } from "@/components/job-query";
 import { WaitingReason } from "@/components/waiting-reason";
 import { buttonClass, consoleApi as api, formatTime, LoadMore, ok, primaryButtonClass, QueryState, StatusBadge } from "@/components/ui";
 
@@ -36,11 +37,7 @@ const mayBeHeld = (j: Job, now: number) => j.status === "dispatched" || (j.statu
 
 /** Why this listed job waits, live: the job's own reason (the same query as its page, so opening it is instant). */
 function RowWaiting({ id, live }: { id: string; live: boolean }) {
-  const job = useQuery({
-    queryKey: ["job", id],
-    queryFn: async () => (await ok(api().call("getJob", { params: { id } }))) as Job & { waiting?: Waiting | null },
-    refetchInterval: live ? 5_000 : false,
-  });
+  const job = useQuery({ ...jobQuery(id), refetchInterval: live ? 5_000 : false });
   const waiting = job.data?.waiting;
   if (!waiting || waiting.code === "dispatching") return null;
   return <WaitingReason waiting={waiting} compact />;

@@ -25,12 +25,13 @@ function BacklogBar({ stats }: { stats: QueueWithStats["stats"] }) {
 function QueueCard({ queue, canWrite }: { queue: QueueWithStats; canWrite: boolean }) {
   const queryClient = useQueryClient();
   const [editing, setEditing] = useState(false);
-  const [concurrency, setConcurrency] = useState(queue.concurrency === null ? "" : String(queue.concurrency));
-  const [rate, setRate] = useState(queue.ratePerSecond === null ? "" : String(queue.ratePerSecond));
-  const [perKey, setPerKey] = useState(queue.perKeyConcurrency === null ? "" : String(queue.perKeyConcurrency));
-  const [keyRate, setKeyRate] = useState(queue.perKeyRate === null ? "" : String(queue.perKeyRate.limit));
-  const [keyPeriod, setKeyPeriod] = useState(queue.perKeyRate === null ? "1000" : String(queue.perKeyRate.periodMs));
-  const [keyMode, setKeyMode] = useState(queue.perKeyRateMode);
+  const initial = limitFields(queue);
+  const [concurrency, setConcurrency] = useState(initial.concurrency);
+  const [rate, setRate] = useState(initial.rate);
+  const [perKey, setPerKey] = useState(initial.perKey);
+  const [keyRate, setKeyRate] = useState(initial.keyRate);
+  const [keyPeriod, setKeyPeriod] = useState(initial.keyPeriod);
+  const [keyMode, setKeyMode] = useState(initial.keyMode);
   // A queue with per-key limits shows its keys at once; any other queue on demand.
   const [showKeys, setShowKeys] = useState(queue.perKeyConcurrency !== null || queue.perKeyRate !== null);
   const refresh = () => void queryClient.invalidateQueries({ queryKey: ["queues"] });
@@ -63,12 +64,13 @@ function QueueCard({ queue, canWrite }: { queue: QueueWithStats; canWrite: boole
   };
   // The editor opens on the limits in force now (the card refreshes every 5 s; another person may have changed them).
   const openEditor = () => {
-    setConcurrency(queue.concurrency === null ? "" : String(queue.concurrency));
-    setRate(queue.ratePerSecond === null ? "" : String(queue.ratePerSecond));
-    setPerKey(queue.perKeyConcurrency === null ? "" : String(queue.perKeyConcurrency));
-    setKeyRate(queue.perKeyRate === null ? "" : String(queue.perKeyRate.limit));
-    setKeyPeriod(queue.perKeyRate === null ? "1000" : String(queue.perKeyRate.periodMs));
-    setKeyMode(queue.perKeyRateMode);
+    const now = limitFields(queue);
+    setConcurrency(now.concurrency);
+    setRate(now.rate);
+    setPerKey(now.perKey);
+    setKeyRate(now.keyRate);
+    setKeyPeriod(now.keyPeriod);
+    setKeyMode(now.keyMode);
     save.reset();
     setEditing(true);
   };
@@ -155,6 +157,18 @@ const KEY_SORTS = [["backlog", "Most due", "most due first"], ["in_flight", "Mos
 const KEY_FILTERS = [["all", "All keys"], ["paused", "Paused"], ["overridden", "With an override"]] as const;
 type KeySort = (typeof KEY_SORTS)[number][0];
 type KeyFilter = (typeof KEY_FILTERS)[number][0];
+
+/** The limits editor's fields for a queue's limits as they are (empty: no limit). */
+function limitFields(queue: QueueWithStats) {
+  return {
+    concurrency: queue.concurrency === null ? "" : String(queue.concurrency),
+    rate: queue.ratePerSecond === null ? "" : String(queue.ratePerSecond),
+    perKey: queue.perKeyConcurrency === null ? "" : String(queue.perKeyConcurrency),
+    keyRate: queue.perKeyRate === null ? "" : String(queue.perKeyRate.limit),
+    keyPeriod: queue.perKeyRate === null ? "1000" : String(queue.perKeyRate.periodMs),
+    keyMode: queue.perKeyRateMode,
+  };
+}
 
 /** "at most 2 in flight · 5 per 1.0 s, the rest wait": the limits a queue gives each of its flow keys. */
 function keyLimitsInWords(queue: QueueWithStats): string {

@@ -4,13 +4,12 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useState, type ReactNode } from "react";
-import type { Job, Waiting } from "@tick/contract";
 import { TERMINAL_STATES } from "@tick/core";
 import { AttemptTimeline, TimelineLegend } from "@/components/attempt-timeline";
+import { jobQuery, type JobWithAttempts } from "@/components/job-query";
 import { WaitingReason } from "@/components/waiting-reason";
 import { ApiProblem, buttonClass, consoleApi as api, formatDuration, formatTime, ok, primaryButtonClass, QueryState, StatusBadge } from "@/components/ui";
 
-type JobWithAttempts = Job & { waiting?: Waiting | null; attempts: { id: string; number: number; status: string; fencingToken: string; workerId: string | null; dispatchedAt: string; startedAt: string | null; finishedAt: string | null; leaseExpiresAt: string | null; outcome: string | null; httpStatus: number | null; error: unknown; durationMs: number | null }[] };
 
 const FINISHED = new Set<string>(TERMINAL_STATES);
 
@@ -52,8 +51,7 @@ function Fact({ label, children }: { label: string; children: ReactNode }) {
 
 export function JobDetail({ id, debounced = false, canWrite }: { id: string; debounced?: boolean; canWrite: boolean }) {
   const job = useQuery({
-    queryKey: ["job", id],
-    queryFn: async () => (await ok(api().call("getJob", { params: { id } }))) as JobWithAttempts,
+    ...jobQuery(id),
     // A job still under way is followed live; a finished one stops polling.
     refetchInterval: (q) => (q.state.data && FINISHED.has(q.state.data.status) ? false : 2_000),
     retry: (n, err) => !(err instanceof ApiProblem && (err.status === 404 || err.status === 422)) && n < 2,
