@@ -7,3 +7,4 @@ export * from "./rejection-of.js";
 export * from "./prometheus.js";
 export * from "./otlp-receiver.js";
 export * from "./http-sink.js";
+export * from "./markdown-table.js";

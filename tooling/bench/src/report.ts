@@ -1,3 +1,4 @@
+import { markdownTable as table } from "@tick/testing";
 import type { ApiIngestResult } from "./api-ingest.js";
 import { CEILING } from "./peers.js";
 import type { RecurrenceResult } from "./recurrence-scale.js";
@@ -151,12 +152,6 @@ export function judge(report: BenchReport): Target[] {
   return targets;
 }
 
-function table(head: string[], rows: (string | number)[][]): string {
-  const cells = rows.map((r) => r.map(String));
-  const widths = head.map((h, i) => Math.max(h.length, ...cells.map((r) => r[i]!.length)));
-  const fmt = (r: string[]) => `| ${r.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`;
-  return [fmt(head), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...cells.map(fmt)].join("\n");
-}
 
 export function renderTables(report: BenchReport): string {
   const out: string[] = [];

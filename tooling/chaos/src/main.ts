@@ -11,6 +11,7 @@ import { PHASES, mixedPhase, type FaultContext, type Phase } from "./faults.js";
 import { seededRandom } from "./random.js";
 import { startChaosSink } from "./sink.js";
 import { BODY_MARKER, HEADER_MARKER, createWorkload } from "./workload.js";
+import { markdownTable } from "@tick/testing";
 
 // npm run chaos [-- --duration 30m] [--seed N] [--json file] [--schedulers N] [--workers N] [--phase-seconds S] [--no-fake-clock]
 //               [--rounds "scheduler frozen past its lease+dependency outage,Postgres unreachable+scheduler SIGKILL"]
@@ -79,9 +80,7 @@ function table(verdict: Verdict): string {
   ]);
   const t = verdict.totals;
   lines.push(["total", "", String(t.faults), String(t.jobs), String(t.lost), String(t.duplicateEffects), String(t.rawDuplicateDeliveries), "", ""]);
-  const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
-  const fmt = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`;
-  return [fmt(head), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...lines.map(fmt)].join("\n");
+  return markdownTable(head, lines);
 }
 
 /** The flow-key checks: what each saw, against what it is held to. */
@@ -108,9 +107,7 @@ function flowKeyTable(verdict: Verdict): string {
     ],
   ];
   const head = ["flow-key check", "seen", "held to", "violations"];
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const fmt = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`;
-  return [fmt(head), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.map(fmt)].join("\n");
+  return markdownTable(head, rows);
 }
 
 async function main() {

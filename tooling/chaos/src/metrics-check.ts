@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { samples, type Sample } from "@tick/testing";
+import { markdownTable, samples, type Sample } from "@tick/testing";
 import type { Cluster, Member } from "./cluster.js";
 
 export type { Sample };
@@ -329,7 +329,5 @@ export function clockOffsetCheck(list: Scrape[]): MetricCheck {
 export function metricsTable(checks: MetricCheck[]): string {
   const head = ["metrics check", "scenarios", "expected", "observed", "ok"];
   const lines = checks.map((c) => [c.check, c.scenarios, c.expected, c.observed, c.ok ? "yes" : "NO"]);
-  const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
-  const fmt = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`;
-  return [fmt(head), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...lines.map(fmt)].join("\n");
+  return markdownTable(head, lines);
 }

@@ -7,6 +7,7 @@ import { findHaBinaries, stopAllStacks } from "./ha-stack.js";
 import { runPostgresFailover, type FailoverRun } from "./postgres-failover.js";
 import { runRedisFailover, type RedisFailoverReport } from "./redis-failover.js";
 import { runRegionFailover, type RegionFailoverReport } from "./region-failover.js";
+import { markdownTable } from "@tick/testing";
 
 // node tooling/chaos/dist/failover/main.js [--seed N] [--json file] [--scenario s3|s18|redis|all] [--no-sentinel]
 // The failover tests with a real HA stack (docs/failover.md): S3, the Postgres primary's loss under
@@ -38,9 +39,7 @@ function table(runs: FailoverRun[]): string {
     String(r.duplicateEffects),
     String(r.rawDuplicateDeliveries),
   ]);
-  const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
-  const fmt = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`;
-  return [fmt(head), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...lines.map(fmt)].join("\n");
+  return markdownTable(head, lines);
 }
 
 function printRegion(r: RegionFailoverReport) {
@@ -65,9 +64,11 @@ function printRedis(r: RedisFailoverReport) {
   const ms = (v: number | null) => (v === null ? "never" : String(v));
   process.stdout.write(
     `\nRedis primary lost (Sentinel: ${r.sentinel ? "3 sentinels, quorum 2" : "NOT given to the apps"}; down-after ${r.timings.downAfterMs} ms, failover-timeout ${r.timings.failoverTimeoutMs} ms):\n` +
-      `| killed → promoted | promotion (ms) | RTO: jobs run again (ms) | creates acknowledged | lost | duplicate effects | raw duplicate deliveries | max start lag (ms) | old primary a replica again (ms) | app connections on the old primary | jobs run after its return |\n` +
-      `|---|---|---|---|---|---|---|---|---|---|---|\n` +
-      `| ${r.killed} → ${r.promoted ?? "none"} | ${ms(r.promotionMs)} | ${ms(r.rtoMs)} | ${r.acknowledged} | ${r.lost} | ${r.duplicateEffects} | ${r.rawDuplicateDeliveries} | ${ms(r.maxStartLagMs)} | ${ms(r.oldPrimaryRejoinMs)} | ${r.appConnectionsOnOldPrimary} | ${r.ranAfterRejoin} |\n\n`,
+      markdownTable(
+        ["killed → promoted", "promotion (ms)", "RTO: jobs run again (ms)", "creates acknowledged", "lost", "duplicate effects", "raw duplicate deliveries", "max start lag (ms)", "old primary a replica again (ms)", "app connections on the old primary", "jobs run after its return"],
+        [[`${r.killed} → ${r.promoted ?? "none"}`, ms(r.promotionMs), ms(r.rtoMs), r.acknowledged, r.lost, r.duplicateEffects, r.rawDuplicateDeliveries, ms(r.maxStartLagMs), ms(r.oldPrimaryRejoinMs), r.appConnectionsOnOldPrimary, r.ranAfterRejoin]],
+      ) +
+      "\n\n",
   );
   log(`redis: creates around the kill (Redis is not on their path): first acknowledged ${ms(r.creates.rtoMs)} ms after it; answers in between ${JSON.stringify(r.creates.during)}`);
   log(`redis: facts: ${JSON.stringify(r.facts)}`);
