@@ -3,6 +3,7 @@
 // Callers run these inside a transaction that first passed the shard fence (shardFenceStatement), so a stale leader's claim
 // never commits.
 import { JOB_STATUS_WRITES, stateLiteral, statusIn } from "./job-status-writes.js";
+import { FENCE_FLOOR } from "./restore-fence.js";
 import type { Queryable } from "./types.js";
 
 /**
@@ -228,8 +229,9 @@ export interface ClaimChunks {
 /**
  * Claims up to `limit` of one tenant's due jobs, highest priority first, skipping paused queues and paused
  * dependencies and respecting each queue's concurrency and rate: scheduled → dispatched (version + 1) and a
- * new pending attempt with a new attempt ID, the next fencing token and the chunk message that will carry
- * it, all in this one statement. The pending attempt is the durable dispatch record (no outbox row): the
+ * new pending attempt with a new attempt ID, the next fencing token (one more than the job's last, or the last
+ * restore fence's floor if that is higher: restore-fence.ts) and the chunk message that will carry it, all in
+ * this one statement. The pending attempt is the durable dispatch record (no outbox row): the
  * dispatcher publishes it after the commit, and the reaper re-publishes one whose message never reached a
  * worker. Rows come back in claim order (priority, then due time). Jobs past their expiry deadline are left
  * for the expiry sweep. SKIP LOCKED lets claims run in parallel. Each queue is read apart (jobs_due_idx leads
@@ -334,7 +336,7 @@ export async function claimDueJobs(
           FOR UPDATE OF j SKIP LOCKED
      ), claimed AS (
        UPDATE jobs j
-          SET status = ${stateLiteral(claim.to.dispatch)}, version = j.version + 1, fencing_token = j.fencing_token + 1,
+          SET status = ${stateLiteral(claim.to.dispatch)}, version = j.version + 1, fencing_token = greatest(j.fencing_token + 1, ${FENCE_FLOOR}),
               current_attempt_id = gen_random_uuid(), updated_at = now()
          FROM picked p WHERE j.id = p.id AND ${statusIn("j.status", claim.from)}
         RETURNING j.id, j.tenant_id, j.queue_id, j.version, j.fencing_token, j.current_attempt_id AS attempt_id, j.priority, j.due_at,
@@ -368,7 +370,10 @@ export async function claimDueJobs(
        SELECT o.*, ($6::uuid[])[1 + ($8::int + o.rn - 1) / $7::int] AS message_id FROM ordered o
      ), attempt AS (
        INSERT INTO attempts (id, job_id, tenant_id, number, fencing_token, job_version, shard_epoch, status, dispatched_at, message_id)
-       SELECT attempt_id, id, tenant_id, fencing_token::int, fencing_token, version, $4::bigint, 'pending', now(), message_id FROM numbered
+       -- The attempt's number counts the job's attempts (1, 2, ...); its token may have jumped to a restore fence's floor.
+       SELECT attempt_id, id, tenant_id, (SELECT coalesce(max(a.number), 0) + 1 FROM attempts a WHERE a.job_id = numbered.id), fencing_token, version,
+              $4::bigint, 'pending', now(), message_id
+         FROM numbered
      )
      SELECT c.id, c.tenant_id, c.queue_id, c.version, c.fencing_token, c.attempt_id, c.priority, c.due_at, c.dependency_key, c.flow_key,
             c.attempt_count, c.message_id, ${keyed ? "kv.n" : "NULL::int"} AS key_visit

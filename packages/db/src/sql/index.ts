@@ -23,3 +23,4 @@ export * from "./queue-gauge-samples.js";
 export * from "./node-status.js";
 export * from "./debounce.js";
 export * from "./flow-keys.js";
+export * from "./restore-fence.js";

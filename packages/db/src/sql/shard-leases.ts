@@ -1,6 +1,7 @@
 // Shard leadership (S2, S8, S18). Every time decision here uses the database clock (now()), never
 // the caller's, so schedulers with skewed clocks agree on who holds what (S13).
 import pg from "pg";
+import { FENCE_FLOOR } from "./restore-fence.js";
 import type { Queryable } from "./types.js";
 
 export interface HeldShard {
@@ -14,9 +15,12 @@ export interface AcquiredShard extends HeldShard {
   previousHolder: string | null;
 }
 
-/** Creates the lease rows 0..count-1 if missing (idempotent; every scheduler runs it at start). */
+/**
+ * Creates the lease rows 0..count-1 if missing (idempotent; every scheduler runs it at start). A row made after a
+ * restore fence starts at its floor: the shard may have existed after the restore point, its epochs seen.
+ */
 export async function ensureShardLeases(db: Queryable, count: number): Promise<void> {
-  await db.query(`INSERT INTO shard_leases (shard) SELECT generate_series(0, $1::int - 1) ON CONFLICT DO NOTHING`, [count]);
+  await db.query(`INSERT INTO shard_leases (shard, epoch) SELECT generate_series(0, $1::int - 1), ${FENCE_FLOOR} ON CONFLICT DO NOTHING`, [count]);
 }
 
 /**
