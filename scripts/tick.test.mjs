@@ -6,20 +6,24 @@ import { createTestDatabase, testServerUrl } from "../packages/db/dist/testing.j
 
 const cli = path.join(path.dirname(fileURLToPath(import.meta.url)), "tick.mjs");
 
+// One database for the file; this connection stays open throughout (the restore fence sees it as an app's).
+let db;
+let pg;
+const run = (...args) => spawnSync(process.execPath, [cli, ...args], { env: { ...process.env, DATABASE_URL: db.url }, encoding: "utf8" });
+beforeAll(async () => {
+  db = await createTestDatabase(testServerUrl());
+  const { default: pgModule } = await import("pg");
+  pg = new pgModule.Client({ connectionString: db.url, application_name: "tick-worker" });
+  await pg.connect();
+}, 120_000);
+afterAll(async () => {
+  await pg?.end();
+  await db?.drop();
+});
+
 describe("npm run tick -- operator", () => {
-  let db;
-  let pg;
-  const run = (...args) => spawnSync(process.execPath, [cli, ...args], { env: { ...process.env, DATABASE_URL: db.url }, encoding: "utf8" });
   beforeAll(async () => {
-    db = await createTestDatabase(testServerUrl());
-    const { default: pgModule } = await import("pg");
-    pg = new pgModule.Client({ connectionString: db.url });
-    await pg.connect();
     await pg.query("INSERT INTO users (id, email, updated_at) VALUES (gen_random_uuid(), 'ops@example.test', now())");
-  }, 120_000);
-  afterAll(async () => {
-    await pg?.end();
-    await db?.drop();
   });
 
   const isOperator = async () => (await pg.query("SELECT platform_operator FROM users WHERE email = 'ops@example.test'")).rows[0].platform_operator;
@@ -41,5 +45,29 @@ describe("npm run tick -- operator", () => {
     const usage = run("operator", "promote");
     expect(usage.status).toBe(2);
     expect(usage.stderr).toContain("usage: npm run tick -- operator add|remove <email>");
+  });
+});
+
+describe("npm run tick -- restore fence", () => {
+  beforeAll(async () => {
+    // Leases as a restored database holds them: dated before its server started.
+    await pg.query("INSERT INTO shard_leases (shard, epoch, acquired_at, renewed_at, expires_at) SELECT s, 3, t, t, t FROM generate_series(0, 1) s, (SELECT pg_postmaster_start_time() - interval '1 minute' AS t) x");
+  });
+
+  it("refuses while another session is connected, changing nothing; with --force fences and prints what it did", async () => {
+    const refused = run("restore", "fence");
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain("restore fence refused");
+    expect(refused.stderr).toContain("1 other session(s) connected (tick-worker");
+    expect((await pg.query("SELECT count(*)::int AS n FROM restore_fences")).rows[0].n).toBe(0);
+
+    const forced = run("restore", "fence", "--force");
+    expect(forced.status).toBe(0);
+    const floor = (await pg.query("SELECT token_floor::text AS f FROM restore_fences")).rows[0].f;
+    expect(forced.stdout).toContain(`fencing tokens and shard epochs issued from now on are at least ${floor}`);
+    expect(forced.stdout).toContain(`2 shard leases released, epochs advanced (shard 0: 3 → ${floor}, 1: 3 → ${floor})`);
+    expect(forced.stdout).toContain("overridden with --force: 1 other session(s) connected");
+    expect((await pg.query("SELECT DISTINCT epoch::text AS e FROM shard_leases")).rows).toEqual([{ e: floor }]);
+    expect(run("restore", "fence", "--now").status).toBe(2);
   });
 });
