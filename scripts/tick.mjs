@@ -66,7 +66,7 @@ async function restoreFence(force) {
     console.log(
       [
         `fenced ${redact(url)} (restore fence ${fence.id}, database clock ${fence.fencedAt.toISOString()}):`,
-        `  fencing tokens and shard epochs issued from now on are at least ${fence.tokenFloor}` +
+        `  fencing tokens, shard epochs and audit log ids issued from now on are at least ${fence.tokenFloor}` +
           ` (newest instant in the restored data: ${fence.newestDataAt ? fence.newestDataAt.toISOString() : "none"})`,
         fence.shards.length
           ? `  ${fence.shards.length} shard leases released, epochs advanced (shard ${shown.join(", ")}${fence.shards.length > shown.length ? ", ..." : ""})`

@@ -64,7 +64,7 @@ describe("npm run tick -- restore fence", () => {
     const forced = run("restore", "fence", "--force");
     expect(forced.status).toBe(0);
     const floor = (await pg.query("SELECT token_floor::text AS f FROM restore_fences")).rows[0].f;
-    expect(forced.stdout).toContain(`fencing tokens and shard epochs issued from now on are at least ${floor}`);
+    expect(forced.stdout).toContain(`fencing tokens, shard epochs and audit log ids issued from now on are at least ${floor}`);
     expect(forced.stdout).toContain(`2 shard leases released, epochs advanced (shard 0: 3 → ${floor}, 1: 3 → ${floor})`);
     expect(forced.stdout).toContain("overridden with --force: 1 other session(s) connected");
     expect((await pg.query("SELECT DISTINCT epoch::text AS e FROM shard_leases")).rows).toEqual([{ e: floor }]);

@@ -90,6 +90,13 @@ describe("fenceRestoredDatabase", () => {
     const { rows: numbers } = await pool.query<{ job_id: string; number: number }>(`SELECT job_id, number FROM attempts WHERE id = ANY($1::uuid[])`, [next.map((c) => c.attempt_id)]);
     expect(Object.fromEntries(numbers.map((r) => [r.job_id, r.number]))).toEqual({ [scheduled!]: 1, [retriedJob!.id]: 2 });
 
+    // Audit entries made after the fence have ids above the floor.
+    const { rows: audit } = await pool.query<{ id: string }>(
+      `INSERT INTO audit_log (tenant_id, actor_type, action) VALUES ($1, 'system', 'probe') RETURNING id::text`,
+      [tenant.id],
+    );
+    expect(BigInt(audit[0]!.id)).toBe(floor + 1n);
+
     const { rows: recorded } = await pool.query(`SELECT token_floor::text, shards, attempts_in_flight, overridden FROM restore_fences`);
     expect(recorded).toEqual([{ token_floor: fence.tokenFloor, shards: 4, attempts_in_flight: 2, overridden: [] }]);
   });

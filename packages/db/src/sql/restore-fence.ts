@@ -63,7 +63,8 @@ interface Facts {
  * - releases every shard lease and advances its epoch to greatest(epoch + 1, floor);
  * - advances the token of every job dispatched or running, and of its current attempt, to greatest(token + 1,
  *   floor), and ends the running attempts' leases: their workers belong to the timeline that was lost, and the
- *   reaper retries them (a pending attempt is re-published under its new token, since Redis starts empty).
+ *   reaper retries them (a pending attempt is re-published under its new token, since Redis starts empty);
+ * - moves the audit log's id sequence to the floor (entry ids are the API's cursor).
  * Jobs not in flight keep their token: their next claim gets the floor (FENCE_FLOOR in sql.claimDueJobs), so the
  * fence writes no row per scheduled or finished job.
  */
@@ -120,6 +121,9 @@ export async function fenceRestoredDatabase(pool: pg.Pool, options: { force?: bo
       [floor, facts.now],
     );
     const attemptsInFlight = inFlight.rows[0]!.attempts;
+    // Audit entries are listed by id (their cursor) through the API: ids after the restore point would be given
+    // to other entries. The ids of outbox rows and breaker openings never leave the database, and are not fenced.
+    await client.query(`SELECT setval(pg_get_serial_sequence('audit_log', 'id'), greatest((SELECT coalesce(max(id), 0) FROM audit_log), $1::bigint))`, [floor]);
     await client.query(`UPDATE restore_fences SET shards = $2, attempts_in_flight = $3 WHERE id = $1`, [id, shards.rowCount ?? 0, attemptsInFlight]);
     return {
       id,
