@@ -12,12 +12,17 @@
 //      with synchronous and then asynchronous replication; S18, a whole region lost and back; the Redis
 //      primary lost under Sentinel (redis-sentinel), and the old primary back; prints RPO and RTO (one test,
 //      about 5 minutes)
-//   4. end to end: the product is started with `npm start` on spare ports against a fresh database,
+//   4. the deployment for real (tooling/deploy/src/live, docs/deployment.md): infra/docker/Dockerfile built, the
+//      image checked, infra/compose.yaml run on a Docker engine (started when it does not answer; official base
+//      images, or stand-ins built once from Debian's packages) and smoke-tested through its published port: sign-up,
+//      a job and its webhook, a schedule, a scheduler killed and taken over, down and up keeping every job, a clean
+//      stop (each check counts as a test; about 3 minutes once the base images are cached)
+//   5. end to end: the product is started with `npm start` on spare ports against a fresh database,
 //      Playwright drives it over HTTP and in chromium, then it gets a Ctrl-C (SIGINT to its process
 //      group) and must exit 0, every app having logged a clean stop and gone.
 // Prints a closing line "tests: N passed, N failed".
 // Flags: --unit (steps 1-2 only), --chaos (steps 1 and 3 only), --failover (step 1 and the failover test of 3),
-// --e2e (steps 1 and 4 only).
+// --deploy (steps 1 and 4 only), --e2e (steps 1 and 5 only).
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
@@ -30,10 +35,11 @@ import { build, checkNode, ensureDependencies, makeLogger } from "./lib/setup.mj
 checkNode();
 const log = makeLogger("test");
 const args = new Set(process.argv.slice(2));
-const only = ["--unit", "--chaos", "--failover", "--e2e"].filter((f) => args.has(f));
+const only = ["--unit", "--chaos", "--failover", "--deploy", "--e2e"].filter((f) => args.has(f));
 const runUnit = only.length === 0 || args.has("--unit");
 const runChaos = only.length === 0 || args.has("--chaos");
 const runFailover = only.length === 0 || args.has("--chaos") || args.has("--failover");
+const runDeploy = only.length === 0 || args.has("--deploy");
 const runE2e = only.length === 0 || args.has("--e2e");
 const dataDir = path.join(ROOT, ".data");
 const resultsDir = path.join(dataDir, "test-results");
@@ -138,6 +144,25 @@ async function failover(env) {
   }
   const code = await exec(process.execPath, [path.join(ROOT, "tooling/chaos/dist/failover/main.js"), "--json", path.join(resultsDir, "failover.json")], { env });
   byExitCode("failover test", code);
+}
+
+/** The deployment test: each of its checks (image, compose up, smoke test, takeover, down/up, stop) counts as a test. */
+async function deploy(env) {
+  log("deployment test: the image built, infra/compose.yaml run on a Docker engine and smoke-tested (docs/deployment.md)");
+  const report = path.join(resultsDir, "deploy.json");
+  fs.rmSync(report, { force: true });
+  const code = await exec(process.execPath, [path.join(ROOT, "tooling/deploy/dist/live/main.js"), "--json", report], { env });
+  if (!fs.existsSync(report)) return fail("deployment test", `exited ${code} without a report`);
+  const { checks } = JSON.parse(fs.readFileSync(report, "utf8"));
+  for (const c of checks) {
+    if (c.ok) totals.passed += 1;
+    else {
+      totals.failed += 1;
+      failures.push(`deployment test › ${c.name}: ${c.figure}`);
+    }
+  }
+  if (code !== 0 && checks.every((c) => c.ok)) fail("deployment test", `exit ${code}`);
+  log(`deployment test: ${checks.filter((c) => c.ok).length} passed, ${checks.filter((c) => !c.ok).length} failed (exit ${code})`);
 }
 
 async function waitForFile(file, product, timeoutMs) {
@@ -350,6 +375,7 @@ async function main() {
   if (runUnit) await unitAndIntegration(env);
   if (runChaos) await chaos(env);
   if (runFailover) await failover(env);
+  if (runDeploy) await deploy(env);
   if (runE2e) await endToEnd(env, env.DATABASE_URL);
 }
 

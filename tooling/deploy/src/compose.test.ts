@@ -116,4 +116,16 @@ describe("infra/compose.yaml (one host)", () => {
     for (const entry of Object.values(APP_ENTRY)) expect(fs.existsSync(path.join(REPO, entry[1]!)), entry[1]).toBe(true);
     expect(fs.existsSync(path.join(REPO, "apps/console/.next/BUILD_ID"))).toBe(true);
   });
+
+  it("copies every workspace's package.json before npm ci (else the dependency layer is incomplete)", () => {
+    const dockerfile = fs.readFileSync(path.join(REPO, "infra/docker/Dockerfile"), "utf8");
+    const beforeInstall = dockerfile.slice(0, dockerfile.indexOf("RUN npm ci"));
+    const copied = [...beforeInstall.matchAll(/^COPY (\S+)\/package\.json /gm)].map((m) => m[1]).sort();
+    const root = JSON.parse(fs.readFileSync(path.join(REPO, "package.json"), "utf8")) as { workspaces: string[] };
+    const workspaces = root.workspaces
+      .flatMap((w) => (w.endsWith("/*") ? fs.readdirSync(path.join(REPO, w.slice(0, -2))).map((d) => `${w.slice(0, -2)}/${d}`) : [w]))
+      .filter((w) => fs.existsSync(path.join(REPO, w, "package.json")))
+      .sort();
+    expect(copied).toEqual(workspaces);
+  });
 });
