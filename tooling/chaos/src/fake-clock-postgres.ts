@@ -1,8 +1,8 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { freePort, waitFor } from "@tick/testing";
+import { freePort } from "@tick/testing";
+import { chownTree, findPostgresBin, initPostgres, postgresOwner, startPostgres } from "./private-postgres.js";
 
 /** Debian's libfaketime (apt package `faketime`), if installed. */
 function findLibfaketime(): string | null {
@@ -11,20 +11,6 @@ function findLibfaketime(): string | null {
     if (fs.existsSync(lib)) return lib;
   }
   return null;
-}
-
-function findPostgresBin(): string | null {
-  const base = "/usr/lib/postgresql";
-  if (!fs.existsSync(base)) return null;
-  const versions = fs.readdirSync(base).filter((v) => fs.existsSync(path.join(base, v, "bin/initdb"))).sort((a, b) => Number(b) - Number(a));
-  return versions[0] ? path.join(base, versions[0], "bin") : null;
-}
-
-function run(child: ChildProcess): Promise<void> {
-  let output = "";
-  child.stdout?.on("data", (d) => (output += d));
-  child.stderr?.on("data", (d) => (output += d));
-  return new Promise((resolve, reject) => child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`exit ${code}: ${output.slice(-500)}`)))));
 }
 
 /**
@@ -38,46 +24,29 @@ export async function startFakeClockPostgres(startAt: string): Promise<{ url: st
   const lib = findLibfaketime();
   const bin = findPostgresBin();
   if (!lib || !bin) return null;
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tick-chaos-pg-"));
-  const asRoot = process.getuid?.() === 0;
-  let ids: { uid: number; gid: number } | undefined;
-  if (asRoot) {
-    const passwd = fs.readFileSync("/etc/passwd", "utf8").split("\n").find((l) => l.startsWith("postgres:"));
-    if (!passwd) return null;
-    const [, , uid, gid] = passwd.split(":");
-    ids = { uid: Number(uid), gid: Number(gid) };
-    fs.chownSync(dir, ids.uid, ids.gid);
+  let owner: ReturnType<typeof postgresOwner>;
+  try {
+    owner = postgresOwner();
+  } catch {
+    return null; // root, and no postgres user to run it as
   }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tick-chaos-pg-"));
+  chownTree(dir, owner);
   const data = path.join(dir, "data");
-  await run(spawn(path.join(bin, "initdb"), ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync"], { ...ids, env: { ...process.env, LC_ALL: "C" } }));
-  const port = await freePort();
-  const server = spawn(
-    path.join(bin, "postgres"),
-    ["-D", data, "-p", String(port), "-k", dir, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "max_connections=300"],
-    { ...ids, env: { ...process.env, TZ: "UTC", LD_PRELOAD: lib, FAKETIME: `@${startAt}`, FAKETIME_DONT_RESET: "1" }, stdio: "ignore" },
-  );
-  const url = `postgresql://postgres@127.0.0.1:${port}/postgres`;
-  const pg = (await import("pg")).default;
-  await waitFor(
-    async () => {
-      const c = new pg.Client({ connectionString: url });
-      try {
-        await c.connect();
-        await c.query("SELECT 1");
-        return true;
-      } catch {
-        return false;
-      } finally {
-        await c.end().catch(() => {});
-      }
-    },
-    { timeoutMs: 30_000, description: "the fake-clock Postgres" },
-  );
+  await initPostgres(bin, data, owner);
+  const server = await startPostgres({
+    bin,
+    dataDir: data,
+    port: await freePort(),
+    socketDir: dir,
+    owner,
+    settings: { fsync: "off", synchronous_commit: "off", max_connections: 300 },
+    env: { ...process.env, TZ: "UTC", LD_PRELOAD: lib, FAKETIME: `@${startAt}`, FAKETIME_DONT_RESET: "1" },
+  });
   return {
-    url,
+    url: server.url("postgres"),
     async stop() {
-      server.kill("SIGINT");
-      await new Promise((r) => server.once("exit", r));
+      await server.stop();
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -1,9 +1,9 @@
-import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { freePort, startProcess, waitFor, type RunningProcess } from "@tick/testing";
+import { chownTree, postgresOwner } from "../private-postgres.js";
 
 /**
  * A real Postgres HA stack on this machine, as docs/failover.md deploys it: etcd (the DCS), Patroni members
@@ -58,19 +58,6 @@ export function renderTemplate(text: string, values: Record<string, string | num
   const unused = Object.keys(values).filter((k) => !used.has(k));
   if (unused.length) throw new Error(`template: values never used: ${unused.join(", ")}`);
   return out;
-}
-
-/** As root: the postgres user's ids, for every process of the stack and its files. Otherwise: run as we are. */
-function runAs(): { uid: number; gid: number } | null {
-  if (process.getuid?.() !== 0) return null;
-  const id = (flag: string) => Number(execFileSync("id", [flag, "postgres"], { encoding: "utf8" }).trim());
-  return { uid: id("-u"), gid: id("-g") };
-}
-
-function chownTree(dir: string, owner: { uid: number; gid: number } | null) {
-  if (!owner) return;
-  fs.chownSync(dir, owner.uid, owner.gid);
-  for (const entry of fs.readdirSync(dir, { recursive: true })) fs.chownSync(path.join(dir, String(entry)), owner.uid, owner.gid);
 }
 
 /** The parent pid of a process (field 4 of /proc/PID/stat), or null once it is gone (a zombie counts as gone). */
@@ -167,7 +154,8 @@ interface PatroniClusterInfo {
  */
 export async function createHaStack(options: { baseDir: string; scope: string; log: (line: string) => void; logDir?: string; timings?: HaTimings }) {
   const bins = findHaBinaries();
-  const owner = runAs();
+  // As root, every process of the stack runs as the postgres user, and owns its files.
+  const owner = postgresOwner();
   const timings = options.timings ?? TEST_TIMINGS;
   const { log } = options;
   fs.mkdirSync(options.baseDir, { recursive: true });
