@@ -63,7 +63,7 @@ const op = (key: string, kind: OpKind, jobId: string | null, cancel: Op["cancel"
   ...(cancelAttemptsStarted === undefined ? {} : { cancelAttemptsStarted }),
 });
 const phaseRun = (name: string, faultMs: number | null = 0) => ({ name, scenarios: "-", faults: 0, startedAt: 0, endedAt: 1, faultMs });
-const delivery = (key: string, attemptId: string, status = 200): Delivery => ({ key, attemptId, fencingToken: 1, path: "/ok", at: Date.now(), status });
+const delivery = (key: string, attemptId: string, status = 200): Delivery => ({ key, jobId: `job-of-${key}`, attemptId, fencingToken: 1, path: "/ok", receivedAt: Date.now(), at: Date.now(), status });
 
 describe("checkInvariants", () => {
   it("passes a clean run and reports each planted violation", async () => {
@@ -347,10 +347,12 @@ describe("debounce windows", () => {
   });
   const ran = (job: DebounceJobFacts, c: DebounceCreate, attempt = job.attempts.length - 1): Delivery => ({
     key: job.idempotencyKey!,
+    jobId: job.id,
     attemptId: job.attempts[attempt]!.id,
     fencingToken: attempt + 1,
     path: c.answer.path,
-    at: (n += 1),
+    receivedAt: (n += 1),
+    at: n,
     status: 200,
   });
   const judge = (creates: DebounceCreate[], jobs: DebounceJobFacts[], deliveries: Delivery[]) =>

@@ -73,6 +73,13 @@ function redisPing(port: number): Promise<boolean> {
   });
 }
 
+/** A private redis-server on 127.0.0.1:port, without persistence, once it answers PING. */
+export async function startRedisServer(port: number): Promise<RunningProcess> {
+  const proc = startProcess("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]);
+  await waitFor(() => redisPing(port), { timeoutMs: 10_000, description: `redis-server on ${port} (${proc.output().slice(-300)})` });
+  return proc;
+}
+
 /**
  * Waits for the process's health endpoint. A process that exits first fails the wait at once, unless it
  * was started with fault points armed: then exiting is what it was asked to do (it may hit one at once).
@@ -136,11 +143,7 @@ export async function startCluster(options: {
   const db: TestDatabase = options.database ?? (await createTestDatabase(testServerUrl()));
   const dbUrl = new URL(db.url);
   const redisPort = await freePort();
-  const startRedis = async () => {
-    const proc = startProcess("redis-server", ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]);
-    await waitFor(() => redisPing(redisPort), { timeoutMs: 10_000, description: `redis-server on ${redisPort} (${proc.output().slice(-300)})` });
-    return proc;
-  };
+  const startRedis = () => startRedisServer(redisPort);
   let redisProc = await startRedis();
   const pgProxy: TcpProxy = await startTcpProxy({ targetHost: dbUrl.hostname, targetPort: Number(dbUrl.port || 5432) });
   const redisProxy: TcpProxy = await startTcpProxy({ targetHost: "127.0.0.1", targetPort: redisPort });

@@ -4,9 +4,13 @@ import type { AddressInfo } from "node:net";
 /** One request the downstream received. */
 export interface Delivery {
   key: string;
+  /** The job (tick-job-id), the attempt (tick-attempt-id) and its fencing token, as the request named them. */
+  jobId: string;
   attemptId: string;
   fencingToken: number;
   path: string;
+  /** When the request arrived, and when it was answered (a slow path answers seconds later). */
+  receivedAt: number;
   at: number;
   status: number;
 }
@@ -59,7 +63,9 @@ export async function startChaosSink(random: () => number) {
       if (path.startsWith("/fail/")) status = 400;
       const key = String(req.headers["idempotency-key"] ?? "");
       const attemptId = String(req.headers["tick-attempt-id"] ?? "");
-      deliveries.push({ key, attemptId, fencingToken: Number(req.headers["tick-fencing-token"] ?? 0), path, at: Date.now(), status });
+      // Tokens are below 2^53 (a restore fence's floor is epoch milliseconds × 1000): exact as numbers.
+      const fencingToken = Number(req.headers["tick-fencing-token"] ?? 0);
+      deliveries.push({ key, jobId: String(req.headers["tick-job-id"] ?? ""), attemptId, fencingToken, path, receivedAt: start, at: Date.now(), status });
       if (status === 200 && !effects.has(key)) effects.set(key, { at: Date.now(), attemptId });
       res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify({ ok: status === 200 }));
     };

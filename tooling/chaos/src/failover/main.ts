@@ -7,13 +7,15 @@ import { findHaBinaries, stopAllStacks } from "./ha-stack.js";
 import { runPostgresFailover, type FailoverRun } from "./postgres-failover.js";
 import { runRedisFailover, type RedisFailoverReport } from "./redis-failover.js";
 import { runRegionFailover, type RegionFailoverReport } from "./region-failover.js";
+import { runRestoreDrill, type RestoreDrillReport } from "./restore-drill.js";
 import { markdownTable } from "@tick/testing";
 
-// node tooling/chaos/dist/failover/main.js [--seed N] [--json file] [--scenario s3|s18|redis|all] [--no-sentinel]
+// node tooling/chaos/dist/failover/main.js [--seed N] [--json file] [--scenario s3|s18|redis|restore|all] [--no-sentinel] [--no-fence]
 // The failover tests with a real HA stack (docs/failover.md): S3, the Postgres primary's loss under
 // Patroni, with synchronous then asynchronous replication; S18, a whole region lost and back; redis, the
 // Redis primary's loss under Sentinel (--no-sentinel: the same run with the apps not given the sentinels,
-// which must fail). Prints RPO and RTO; exits 1 on a broken invariant.
+// which must fail); restore, the backup and restore drill with pgBackRest (--no-fence: the same drill without
+// the restore fence, which must fail). Prints RPO and RTO; exits 1 on a broken invariant.
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -75,11 +77,43 @@ function printRedis(r: RedisFailoverReport) {
   process.stdout.write(`${JSON.stringify({ scenario: "redis", sentinel: r.sentinel, promotionMs: r.promotionMs, rtoMs: r.rtoMs, lost: r.lost, duplicateEffects: r.duplicateEffects, oldPrimaryRejoinMs: r.oldPrimaryRejoinMs, violations: r.violations.length })}\n`);
 }
 
+function printRestore(r: RestoreDrillReport) {
+  const ms = (v: number | null) => (v === null ? "never" : String(v));
+  process.stdout.write(
+    `\nRestore from backup to a restore point T (pgBackRest; restore fence: ${r.fence ? "run" : "NOT run"}):\n` +
+      markdownTable(
+        ["acknowledged before T / around / after", "missing of those before T", "lost: acknowledged after T (already run)", "backup (ms)", "archive lag (ms)", "restore (ms)", "fence (ms)", "RTO: stop to first job (ms)", "jobs restored", "ran again", "effects", "duplicate effects", "raw re-deliveries", "fencing tokens checked / reused / backwards", "epoch before → after"],
+        [
+          [
+            `${r.acknowledged.beforeT} / ${r.acknowledged.aroundT} / ${r.acknowledged.afterT}`,
+            r.missingBeforeT,
+            `${r.lostAfterT} (${r.lostAfterTAlreadyRun})`,
+            r.backupMs,
+            ms(r.archive.switchToArchivedMs),
+            r.restoreMs,
+            ms(r.fenceMs),
+            ms(r.rtoMs),
+            r.jobsRestored,
+            r.ranAgain,
+            r.effects,
+            r.duplicateEffects,
+            r.rawRedeliveries,
+            `${r.fencing.checked} / ${r.fencing.reused} / ${r.fencing.backwards}`,
+            `${r.epochs.highestBefore} → ${r.epochs.lowestAfter ?? "-"}`,
+          ],
+        ],
+      ) +
+      "\n\n",
+  );
+  log(`restore: WAL at T: ${r.archive.walInOpenSegmentAtT} bytes in the open segment, ${r.archive.segmentsWaitingAtT} segments waiting for the archiver; ${r.archive.walBytesPerSecond} bytes/s of WAL under the load`);
+  process.stdout.write(`${JSON.stringify({ scenario: "restore", fence: r.fence, rtoMs: r.rtoMs, restoreMs: r.restoreMs, lostAfterT: r.lostAfterT, missingBeforeT: r.missingBeforeT, fencing: r.fencing, duplicateEffects: r.duplicateEffects, violations: r.violations.length })}\n`);
+}
+
 async function main() {
   const seed = Number(arg("seed") ?? 1);
   const json = arg("json");
   const scenario = arg("scenario") ?? "all";
-  if (!["s3", "s18", "redis", "all"].includes(scenario)) throw new Error(`--scenario: s3, s18, redis or all (got ${scenario})`);
+  if (!["s3", "s18", "redis", "restore", "all"].includes(scenario)) throw new Error(`--scenario: s3, s18, redis, restore or all (got ${scenario})`);
   const bins = findHaBinaries(); // a missing package is a failure that names it, never a skip
   log(`seed ${seed}; patroni ${bins.patroni}, etcd ${bins.etcd}, haproxy ${bins.haproxy}, PostgreSQL ${bins.pgBinDir}`);
   const logDir = path.join(process.cwd(), ".data", "failover", `seed-${seed}-${new Date().toISOString().replace(/[:.]/g, "-")}`);
@@ -116,6 +150,12 @@ async function main() {
     printRedis(redis);
     report.redis = redis;
     violations.push(...redis.violations.map((v) => `Redis: ${v}`));
+  }
+  if (scenario === "restore" || scenario === "all") {
+    const drill = await runRestoreDrill({ log, logDir, random: seededRandom(seed + 3), fence: !process.argv.includes("--no-fence") });
+    printRestore(drill);
+    report.restore = drill;
+    violations.push(...drill.violations.map((v) => `restore: ${v}`));
   }
   report.durationMs = Date.now() - started;
   if (json) {

@@ -82,7 +82,8 @@ export interface PostgresFailoverReport {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+/** One connection for `fn`, closed after it (a lost connection's error event is ignored: the query in flight fails). */
+export async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
   const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
   c.on("error", () => {});
   await c.connect();
