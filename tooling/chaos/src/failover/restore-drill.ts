@@ -181,8 +181,10 @@ export async function runRestoreDrill(options: { log: (line: string) => void; lo
     let started = Date.now();
     await backrest.run("backup", "--type=full");
     const backupMs = Date.now() - started;
-    const walAt = async () => withClient(primary!.url("postgres"), async (c) => (await c.query<{ lsn: string }>("SELECT pg_current_wal_lsn()::text AS lsn")).rows[0]!.lsn);
-    const walFrom = { lsn: await walAt(), at: Date.now() };
+    const walFrom = {
+      lsn: await withClient(primary.url("postgres"), async (c) => (await c.query<{ lsn: string }>("SELECT pg_current_wal_lsn()::text AS lsn")).rows[0]!.lsn),
+      at: Date.now(),
+    };
     log(`restore drill: full base backup in ${backupMs} ms; load goes on for ${BEFORE_T_MS} ms`);
     await sleep(BEFORE_T_MS);
 
