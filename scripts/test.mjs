@@ -16,7 +16,8 @@
 //      image checked, infra/compose.yaml run on a Docker engine (started when it does not answer; official base
 //      images, or stand-ins built once from Debian's packages) and smoke-tested through its published port: sign-up,
 //      a job and its webhook, a schedule, a scheduler killed and taken over, down and up keeping every job, a clean
-//      stop (each check counts as a test; about 3 minutes once the base images are cached)
+//      stop (each check counts as a test; about 3 minutes once the base images are cached). In a full run the
+//      image is built beside lint (its output printed when it is done) and the stack runs after step 3
 //   5. end to end: the product is started with `npm start` on spare ports against a fresh database,
 //      Playwright drives it over HTTP and in chromium, then it gets a Ctrl-C (SIGINT to its process
 //      group) and must exit 0, every app having logged a clean stop and gone.
@@ -146,13 +147,43 @@ async function failover(env) {
   byExitCode("failover test", code);
 }
 
-/** The deployment test: each of its checks (image, compose up, smoke test, takeover, down/up, stop) counts as a test. */
-async function deploy(env) {
-  log("deployment test: the image built, infra/compose.yaml run on a Docker engine and smoke-tested (docs/deployment.md)");
-  const report = path.join(resultsDir, "deploy.json");
+/**
+ * The deployment test: each of its checks (image, compose up, smoke test, takeover, down/up, stop) counts as a
+ * test. `part` is "build" (the image and its checks only), "stack" (the rest, on that image) or "all".
+ */
+async function deploy(env, { part = "all", background = false } = {}) {
+  const name = part === "build" ? "deploy-build" : "deploy";
+  const report = path.join(resultsDir, `${name}.json`);
+  const output = path.join(resultsDir, `${name}.log`);
   fs.rmSync(report, { force: true });
-  const code = await exec(process.execPath, [path.join(ROOT, "tooling/deploy/dist/live/main.js"), "--json", report], { env });
-  if (!fs.existsSync(report)) return fail("deployment test", `exited ${code} without a report`);
+  const cmd = [path.join(ROOT, "tooling/deploy/dist/live/main.js"), "--json", report, ...(part === "build" ? ["--build-only"] : part === "stack" ? ["--skip-build"] : [])];
+  if (background) {
+    // Its output goes to a file, printed whole once it is done.
+    log(`deployment test, the image: started beside lint (output in ${path.relative(ROOT, output)}, printed when it is done)`);
+    const fd = fs.openSync(output, "w");
+    const child = spawn(process.execPath, cmd, { cwd: ROOT, env, stdio: ["ignore", fd, fd] });
+    // A run stopped early stops it too.
+    cleanups.push(async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+    });
+    const code = await new Promise((resolve) => child.on("exit", (c, signal) => resolve(c ?? (signal ? 128 : 1))));
+    fs.closeSync(fd);
+    return () => {
+      log("deployment test, the image: its output");
+      process.stdout.write(fs.readFileSync(output, "utf8"));
+      return countDeploy(report, code);
+    };
+  }
+  log(`deployment test${part === "stack" ? ", the stack" : ""}: infra/compose.yaml run on a Docker engine and smoke-tested (docs/deployment.md)`);
+  return countDeploy(report, await exec(process.execPath, cmd, { env }));
+}
+
+/** Counts a deployment test run's checks; true when it passed. */
+function countDeploy(report, code) {
+  if (!fs.existsSync(report)) {
+    fail("deployment test", `exited ${code} without a report`);
+    return false;
+  }
   const { checks } = JSON.parse(fs.readFileSync(report, "utf8"));
   for (const c of checks) {
     if (c.ok) totals.passed += 1;
@@ -163,6 +194,7 @@ async function deploy(env) {
   }
   if (code !== 0 && checks.every((c) => c.ok)) fail("deployment test", `exit ${code}`);
   log(`deployment test: ${checks.filter((c) => c.ok).length} passed, ${checks.filter((c) => !c.ok).length} failed (exit ${code})`);
+  return code === 0;
 }
 
 async function waitForFile(file, product, timeoutMs) {
@@ -371,11 +403,15 @@ async function main() {
   log(`database ${redact(env.DATABASE_URL)}, redis ${redact(env.REDIS_URL)}`);
   await build(log, env);
 
+  // With lint, the deployment test's image is built beside it (ESLint and knip leave a core free; the timing
+  // tests among the unit tests must not share the machine with a build); its stack runs after the failover tests.
+  const imageBeside = runDeploy && runUnit ? deploy(env, { part: "build", background: true }) : null;
   if (runUnit) await lint(env);
+  const imageBuilt = imageBeside ? (await imageBeside)() : true;
   if (runUnit) await unitAndIntegration(env);
   if (runChaos) await chaos(env);
   if (runFailover) await failover(env);
-  if (runDeploy) await deploy(env);
+  if (runDeploy && imageBuilt) await deploy(env, { part: imageBeside ? "stack" : "all" });
   if (runE2e) await endToEnd(env, env.DATABASE_URL);
 }
 

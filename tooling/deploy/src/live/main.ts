@@ -6,14 +6,16 @@ import { REPO } from "../paths.js";
 import { docker, ensureEngine, run, type Log } from "./docker.js";
 import { ensureStandins } from "./standins.js";
 
-// node tooling/deploy/dist/live/main.js [--json file] [--keep]
+// node tooling/deploy/dist/live/main.js [--json file] [--keep] [--build-only | --skip-build]
 // The deployment for real (docs/deployment.md, "Tested"): builds infra/docker/Dockerfile, checks the image,
 // runs infra/compose.yaml unchanged (plus a test override: a sink container, the network's address range and
 // where sign-up mails go) and smoke-tests it through the published console port: sign-up, a job against the
 // sink with its signed webhook, a schedule firing, a scheduler killed and its shards taken over, `down` and `up`
 // keeping every job, and a clean stop (exit 0 on SIGTERM). The Docker engine is started when it does not answer;
 // the official base images are used when present, stand-ins (tooling/deploy/standins) are built once otherwise.
-// --keep leaves the stack running for a look (then: docker compose -p tick-deploy-test down -v).
+// --keep leaves the stack running for a look (then: docker compose -p tick-deploy-test down -v). --build-only
+// stops after the image's checks; --skip-build runs the stack on the image such a run built (npm test builds
+// beside lint, whose ESLint leaves a core free, and runs the stack on its own later).
 // Prints a table; exits 1 when a check failed.
 
 const PROJECT = "tick-deploy-test";
@@ -242,7 +244,7 @@ async function buildImage(): Promise<void> {
   log(`building ${IMAGE} from infra/docker/Dockerfile (the first build on a machine takes a few minutes; later ones reuse the dependency layer)`);
   const t0 = Date.now();
   let steps = 0;
-  const r = await docker(["build", "-f", "infra/docker/Dockerfile", "-t", IMAGE, "."], {
+  const r = await docker(["build", "--force-rm", "-f", "infra/docker/Dockerfile", "-t", IMAGE, "."], {
     cwd: REPO,
     check: false,
     onLine: (line) => {
@@ -400,17 +402,31 @@ function printTable(total: number) {
 }
 
 async function main() {
-  const json = arg("json");
   const keep = process.argv.includes("--keep");
+  const buildOnly = process.argv.includes("--build-only");
+  const skipBuild = process.argv.includes("--skip-build");
   const engine = await ensureEngine(log, path.join(REPO, ".data", "deploy"));
   let stack: Stack | null = null;
   try {
-    const standins = await ensureStandins(log);
-    log(`base images: ${standins.map((s) => `${s.image} (${s.source}${s.source === "built stand-in" ? `, ${(s.ms / 1000).toFixed(0)} s` : ""})`).join(", ")}`);
-    await buildImage();
-    await inspectImage();
+    if (skipBuild) {
+      if ((await docker(["image", "inspect", IMAGE], { check: false })).code !== 0) throw new Error(`--skip-build: no image ${IMAGE} (run with --build-only first)`);
+    } else {
+      const standins = await ensureStandins(log);
+      log(`base images: ${standins.map((s) => `${s.image} (${s.source}${s.source === "built stand-in" ? `, ${(s.ms / 1000).toFixed(0)} s` : ""})`).join(", ")}`);
+      await buildImage();
+      await inspectImage();
+    }
+    if (buildOnly) return;
 
     stack = new Stack(engine.compose, await freePort(), await freePort(), await freeSubnet());
+    const running = stack;
+    // Stopped early (npm test's cleanup, Ctrl-C): the stack is taken down before exiting.
+    for (const signal of ["SIGTERM", "SIGINT"] as const) {
+      process.once(signal, () => {
+        log(`${signal}: docker compose down -v`);
+        void running.compose(["down", "-v", "--remove-orphans"], { check: false }).finally(() => process.exit(130));
+      });
+    }
     await stack.compose(["down", "-v", "--remove-orphans"], { check: false }); // a previous run's leftovers
     log(`docker compose up -d (project ${PROJECT}, console on 127.0.0.1:${stack.consolePort})`);
     await stack.compose(["up", "-d"]);
@@ -430,6 +446,10 @@ async function main() {
     if (stack && !keep) await stack.compose(["down", "-v", "--remove-orphans"], { check: false });
     if (!keep) await engine.stop();
   }
+}
+
+async function report() {
+  const json = arg("json");
   const total = Date.now() - started;
   printTable(total);
   if (json) fs.writeFileSync(json, JSON.stringify({ checks, totalMs: total }, null, 2));
@@ -437,3 +457,4 @@ async function main() {
 }
 
 await main();
+await report();
