@@ -266,18 +266,23 @@ export async function startCluster(options: {
       m.frozen = false;
     },
     /**
-     * Starts a member again (after a kill or a crash at a fault point), with different env if asked. Restarts
+     * Starts a member again (after a kill or a crash at a fault point), with different env if asked, killing it
+     * first if it runs (SIGKILL, or SIGTERM with `graceful`). Restarts
      * of one member run one after another: two faults of a mixed round that picked the same member (or a
      * fault and the phase's heal) must not kill each other's process while it starts, which made a start
      * fail as "exited before it was ready" and, in the heal, ended a long run.
      */
-    restart(m: Member, extraEnv: Record<string, string> = {}): Promise<Member> {
+    restart(m: Member, extraEnv: Record<string, string> = {}, { graceful = false }: { graceful?: boolean } = {}): Promise<Member> {
       return oneAtATime(m.name, async () => {
         const current = members.get(m.name) ?? m;
         if (current.frozen) current.proc.child.kill("SIGCONT");
         if (alive(current)) {
-          current.proc.child.kill("SIGKILL");
+          // Graceful: SIGTERM, as a deploy of new settings stops it (a scheduler releases its shards, a worker
+          // drains), then SIGKILL if it has not exited within 15 s. Otherwise a crash: SIGKILL.
+          current.proc.child.kill(graceful ? "SIGTERM" : "SIGKILL");
+          const timer = graceful ? setTimeout(() => current.proc.child.kill("SIGKILL"), 15_000) : null;
           await current.proc.exited;
+          if (timer) clearTimeout(timer);
         }
         return launch(m.name, m.role, extraEnv);
       });

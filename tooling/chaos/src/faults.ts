@@ -1,4 +1,4 @@
-import { CLOCK_SKEW_MARGIN_MS, type Cluster, type Member, type Role } from "./cluster.js";
+import { CLOCK_SKEW_MARGIN_MS, LEASE_TTL_MS, type Cluster, type Member, type Role } from "./cluster.js";
 import type { Random } from "./random.js";
 import type { ChaosSink } from "./sink.js";
 import type { Workload } from "./workload.js";
@@ -82,7 +82,9 @@ const crashAt = async (ctx: FaultContext, ms: number) => {
   for (const [role, point] of plan) {
     const m = ctx.cluster.byRole(role).find((x) => !armed.some((a) => a.name === x.name) && ctx.cluster.alive(x) && !x.frozen) ?? pickMember(ctx, role);
     ctx.log(`arming ${point} on ${m.name}`);
-    armed.push(await ctx.cluster.restart(m, { TICK_FAULT_POINTS: point }));
+    // Arming is a change of settings, not a fault: a graceful restart (a scheduler releases its shards). The
+    // phase's faults are the crashes.
+    armed.push(await ctx.cluster.restart(m, { TICK_FAULT_POINTS: point }, { graceful: true }));
   }
   // A crashed member is started again at once, clean, as a supervisor would: the fault is the crash, and
   // what it costs is recovery (leases lapsing, messages re-offered), not a process left down for the phase.
@@ -181,7 +183,9 @@ export const PHASES: Phase[] = [
       await sleep(ms / 3);
     },
   },
-  { name: "crashes at fault points", scenarios: "S4 S5 S6", faultMs: 0, run: crashAt },
+  // Both schedulers crash, seconds apart: a shard the survivor took over from the first (after one lease TTL) may
+  // lapse again when it crashes in turn, so a job can wait for two shard leases where a single crash costs one.
+  { name: "crashes at fault points", scenarios: "S4 S5 S6", faultMs: LEASE_TTL_MS, run: crashAt },
   { name: "clock skew within the margin", scenarios: "S13", faultMs: CLOCK_SKEW_MARGIN_MS, run: skewClocks },
   { name: "dependency outage", scenarios: "S11", faultMs: 6_000, run: dependencyOutage(6_000) },
   {

@@ -220,6 +220,14 @@ async function main() {
       if (Number(r.live) === 0 && Number(r.outbox) === 0 && Number(r.replays) === 0) break;
       if (Date.now() > deadline) {
         log(`drain timed out: ${r.live} live jobs, ${r.outbox} unpublished outbox rows, ${r.replays} running replays`);
+        // What every other session of the database is doing, and who waits for whom: a stall's first clue.
+        const sessions = await cluster.pool.query<Record<string, unknown>>(
+          `SELECT pid, application_name, state, wait_event_type, wait_event, pg_blocking_pids(pid) AS blocked_by,
+                  round(extract(epoch FROM now() - xact_start)) AS xact_s, left(regexp_replace(query, '\\s+', ' ', 'g'), 200) AS query
+             FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND state <> 'idle'`,
+        );
+        for (const row of sessions.rows) log(`  session ${JSON.stringify(row)}`);
+        if (sessions.rows.length === 0) log("  no session of the database is active (nothing waits on a lock)");
         break;
       }
       await sleep(1_000);
