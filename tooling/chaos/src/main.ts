@@ -117,7 +117,7 @@ async function main() {
   // S14: the product's database clock starts shortly before Europe/Berlin springs forward (01:00 UTC), so
   // the every-two-seconds schedule crosses the transition during the early fault phases.
   const transition = new Date("2027-03-28T01:00:00Z");
-  const fake = args.fakeClock ? await startFakeClockPostgres("2027-03-28 00:58:20") : null;
+  const fake = args.fakeClock ? await startFakeClockPostgres("2027-03-28 00:58:20", log) : null;
   if (fake) {
     process.env.DATABASE_URL = fake.url;
     log(`database clock injected: a private Postgres under libfaketime, starting 100 s before ${transition.toISOString()} (Europe/Berlin 02:00 → 03:00)`);
@@ -289,6 +289,7 @@ async function main() {
       fs.writeFileSync(args.json, JSON.stringify(report, null, 2));
     }
     process.stdout.write(`${JSON.stringify({ seed: args.seed, totals: verdict.totals, violations: verdict.violations.length })}\n`);
+    if (fake) log(`deadlocks broken by the harness (the injected clock stops the server's own detector): ${fake.deadlocksBroken()}`);
     if (verdict.violations.length) {
       log(`FAILED: ${verdict.violations.length} invariant violations (seed ${args.seed} reproduces the plan):`);
       for (const v of verdict.violations.slice(0, 50)) log(`  ${v}`);
