@@ -27,12 +27,18 @@ afterEach(async () => {
 });
 
 /** `n` jobs dispatched as the claim leaves them: version 2, fencing token 1, a pending current attempt. */
-async function dispatchedJobs(n: number): Promise<{ attemptId: string; jobId: string; version: number }[]> {
+async function dispatchedJobs(n: number, flowKey: (i: number) => string | null = () => null): Promise<{ attemptId: string; jobId: string; version: number }[]> {
   const jobs = await sql.insertJobs(
     pool,
     tenant,
-    Array.from({ length: n }, () =>
-      newTestJob(tenant.queueId, { url: "http://127.0.0.1:1/", body: "{}", max_attempts: 3, backoff: { strategy: "fixed", baseMs: 100, maxMs: 100, jitter: "none" } }),
+    Array.from({ length: n }, (_, i) =>
+      newTestJob(tenant.queueId, {
+        url: "http://127.0.0.1:1/",
+        body: "{}",
+        max_attempts: 3,
+        backoff: { strategy: "fixed", baseMs: 100, maxMs: 100, jitter: "none" },
+        flow_key: flowKey(i),
+      }),
     ),
     86_400_000,
   );
@@ -150,6 +156,26 @@ describe("batched completions", () => {
     expect(now[rows[3]!.jobId]).toMatchObject({ status: "scheduled", attempt: "failed", late: 0 });
     const hooks = await pool.query(`SELECT d.job_id FROM webhook_deliveries d JOIN outbox o ON o.job_id = d.job_id AND o.kind = 'webhook'`);
     expect(hooks.rows).toEqual([{ job_id: rows[0]!.jobId }]);
+  });
+
+  it("two batches ending jobs of the same flow keys in opposite key orders never deadlock", { timeout: 60_000 }, async () => {
+    // Each key's in-flight count is a flow_keys row the jobs trigger updates as a job leaves flight. Batch a
+    // ends its jobs in ascending key order and batch b in descending order, at the same moment, round after
+    // round: the rows must be taken in one order (the server would otherwise fail one batch as a deadlock).
+    const keys = 30;
+    for (let round = 0; round < 15; round++) {
+      const rows = await dispatchedJobs(2 * keys, (i) => `key-${String(i % keys).padStart(2, "0")}`);
+      const started = await startAll(rows);
+      const done = rows.map((r, i) => success(started[i]!, r.attemptId));
+      const a = done.filter((_, i) => i < keys);
+      const b = done.filter((_, i) => i >= keys).reverse();
+      const results = await Promise.allSettled([sql.completeAttempts(pool, a), sql.completeAttempts(pool, b)]);
+      const failed = results.flatMap((r) => (r.status === "rejected" ? [String(r.reason)] : []));
+      expect(failed, `round ${round}`).toEqual([]);
+    }
+    const { rows } = await pool.query<{ in_flight: number }>(`SELECT in_flight FROM flow_keys WHERE queue_id = $1`, [tenant.queueId]);
+    expect(rows).toHaveLength(keys);
+    expect(rows.every((r) => r.in_flight === 0)).toBe(true);
   });
 
   it("a row whose data makes the batch fail costs only that row: the others commit one by one", async () => {

@@ -2,6 +2,7 @@
 // dispatched attempts (the durable dispatch record, published by the dispatcher once the claim commits).
 // Callers run these inside a transaction that first passed the shard fence (shardFenceStatement), so a stale leader's claim
 // never commits.
+import { KEY_LOCKS_FIRST, keyLocks } from "./flow-keys.js";
 import { JOB_STATUS_WRITES, stateLiteral, statusIn } from "./job-status-writes.js";
 import { FENCE_FLOOR } from "./restore-fence.js";
 import type { Queryable } from "./types.js";
@@ -334,11 +335,11 @@ export async function claimDueJobs(
        SELECT j.id FROM jobs j JOIN candidates c ON c.id = j.id
         WHERE ${statusIn("j.status", claim.from)} AND j.due_at <= now()
           FOR UPDATE OF j SKIP LOCKED
-     ), claimed AS (
+     ), ${keyed ? `${keyLocks("ARRAY(SELECT id FROM picked)")}, ` : ""}claimed AS (
        UPDATE jobs j
           SET status = ${stateLiteral(claim.to.dispatch)}, version = j.version + 1, fencing_token = greatest(j.fencing_token + 1, ${FENCE_FLOOR}),
               current_attempt_id = gen_random_uuid(), updated_at = now()
-         FROM picked p WHERE j.id = p.id AND ${statusIn("j.status", claim.from)}
+         FROM picked p WHERE j.id = p.id AND ${statusIn("j.status", claim.from)}${keyed ? ` AND ${KEY_LOCKS_FIRST}` : ""}
         RETURNING j.id, j.tenant_id, j.queue_id, j.version, j.fencing_token, j.current_attempt_id AS attempt_id, j.priority, j.due_at,
                   j.dependency_key, j.flow_key, j.attempt_count
      ), ${

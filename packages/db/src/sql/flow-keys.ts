@@ -3,6 +3,27 @@
 // force (a key's override, else the queue's), and the tenant's overrides and pauses.
 import type { Queryable } from "./types.js";
 
+/**
+ * Locks the in-flight counter rows (flow_keys) of the keyed jobs among `jobIds` (an SQL expression, a uuid[] or a
+ * subquery) in key order, as the CTE `key_locks`; `KEY_LOCKS_FIRST`, added to the statement's jobs UPDATE, makes it
+ * run before the first job row changes. The counters are kept by a row trigger on jobs, which updates a key's row
+ * as each job enters or leaves flight, in whatever order the statement reaches the jobs: two batches moving jobs
+ * of the same keys in different orders waited on each other's rows (a deadlock, which the server breaks by failing
+ * one of them). Locked in key order first, a statement waits for another before it holds anything the other
+ * needs. Used by every statement that moves many keyed jobs in or out of flight: the claim, the worker's
+ * completion batch and the reaper's settlement.
+ */
+export function keyLocks(jobIds: string): string {
+  return `key_locks AS (
+       SELECT f.queue_id FROM flow_keys f
+        WHERE (f.queue_id, f.key) IN (SELECT k.queue_id, k.flow_key FROM jobs k WHERE k.id = ANY(${jobIds}) AND k.flow_key IS NOT NULL)
+        ORDER BY f.queue_id, f.key
+        FOR UPDATE OF f
+     )`;
+}
+/** An uncorrelated subquery in the jobs UPDATE's WHERE: evaluated once, before any row is updated. */
+export const KEY_LOCKS_FIRST = "(SELECT count(*) FROM key_locks) >= 0";
+
 export interface FlowKeyRow {
   key: string;
   due: number;
