@@ -10,8 +10,8 @@
 //      then the failover tests with a real HA stack (tooling/chaos/src/failover, docs/failover.md):
 //      Patroni, etcd and HAProxy (Debian packages) under the real apps; S3, the primary killed under load
 //      with synchronous and then asynchronous replication; S18, a whole region lost and back; the Redis
-//      primary lost under Sentinel (redis-sentinel), and the old primary back; prints RPO and RTO (one test,
-//      about 5 minutes)
+//      primary lost under Sentinel (redis-sentinel), and the old primary back; a point-in-time restore from
+//      pgBackRest's backup and archive with the restore fence; prints RPO and RTO (one test, about 5 minutes)
 //   4. the deployment for real (tooling/deploy/src/live, docs/deployment.md): infra/docker/Dockerfile built, the
 //      image checked, infra/compose.yaml run on a Docker engine (started when it does not answer; official base
 //      images, or stand-ins built once from Debian's packages) and smoke-tested through its published port: sign-up,
@@ -134,9 +134,9 @@ async function chaos(env) {
   byExitCode(`fault-injection suite, seed ${seed}`, code, ": its violations are printed above");
 }
 
-/** The failover tests (S3, S18, Redis): need patroni, etcd-server, haproxy, PostgreSQL 15 and redis-sentinel; a missing one fails them, by name. */
+/** The failover tests (S3, S18, Redis, restore): need patroni, etcd-server, haproxy, PostgreSQL 15, redis-sentinel and pgbackrest; a missing one fails them, by name. */
 async function failover(env) {
-  log("failover tests with Patroni, etcd, HAProxy and Redis Sentinel (S3: the Postgres primary lost; S18: a region lost; the Redis primary lost)");
+  log("failover tests with Patroni, etcd, HAProxy, Redis Sentinel and pgBackRest (S3: the Postgres primary lost; S18: a region lost; the Redis primary lost; a point-in-time restore)");
   const { ensureRedisServerBinary } = await import("./lib/services.mjs");
   try {
     ensureRedisServerBinary(log); // its apps get a redis-server of their own, as the chaos suite's do

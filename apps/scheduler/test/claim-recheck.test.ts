@@ -12,7 +12,7 @@ beforeEach(async () => {
 });
 afterEach(async () => w?.close());
 
-const ROUNDS = 40;
+const ROUNDS = 80;
 const BATCH = 400;
 
 describe("a claim racing a writer that moves its jobs' due times", () => {
@@ -35,7 +35,7 @@ describe("a claim racing a writer that moves its jobs' due times", () => {
           await claimer.query("BEGIN");
           const claiming = sql.claimDueJobs(claimer, { shard: t.shard, epoch: "1", tenantId: t.id, limit: BATCH, keyed, keyCursors: cursors });
           // Start the move a little later each round, so that in some rounds it commits while the claim is locking.
-          await new Promise((r) => setTimeout(r, round % 8));
+          await new Promise((r) => setTimeout(r, round % 12));
           // The move waits for rows the claim has locked, until the claim commits.
           const moving = folder.query<{ id: string }>(
             `UPDATE jobs SET due_at = now() + interval '1 hour', version = version + 1 WHERE url = $1 AND status = 'scheduled' RETURNING id`,

@@ -18,6 +18,9 @@ import { statusIn } from "./job-status-writes.js";
  */
 export const FENCE_FLOOR = "(SELECT coalesce(max(token_floor), 0) FROM restore_fences)";
 
+/** How far behind the newest instant in the data the clock may read without being taken as gone backwards. */
+const CLOCK_SLACK_MS = 2;
+
 /** What one fence did. */
 export interface RestoreFence {
   id: string;
@@ -81,7 +84,9 @@ export async function fenceRestoredDatabase(pool: pg.Pool, options: { force?: bo
                        (SELECT max(fenced_at) FROM restore_fences)) AS newest_data_at`,
     );
     const facts = rows[0]!;
-    if (facts.newest_data_at !== null && facts.now.getTime() <= facts.newest_data_at.getTime()) {
+    // Instants are stored to the millisecond, rounded (a lease renewed at .1236 reads .124), and read here to the
+    // millisecond, truncated: a clock that went backwards is one at least CLOCK_SLACK_MS behind the data.
+    if (facts.newest_data_at !== null && facts.now.getTime() + CLOCK_SLACK_MS <= facts.newest_data_at.getTime()) {
       throw new RestoreFenceRefused(
         [
           `the database clock (${facts.now.toISOString()}) is not past the newest instant in the restored data (${facts.newest_data_at.toISOString()}): ` +
