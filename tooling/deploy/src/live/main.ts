@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from "node:crypto";
 import fs from "node:fs";
-import net from "node:net";
 import path from "node:path";
+import { freePort } from "@tick/testing";
 import { REPO } from "../paths.js";
 import { docker, ensureEngine, run, type Log } from "./docker.js";
 import { ensureStandins } from "./standins.js";
@@ -60,17 +60,6 @@ async function waitFor<T>(what: string, timeoutMs: number, probe: () => Promise<
     }
     await sleep(everyMs);
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on("error", reject);
-  });
 }
 
 /** A /24 in 172.30.0.0/16 that no Docker network of this engine uses, for the stack's network. */
