@@ -96,6 +96,58 @@ describe("POST /api/v1/jobs", () => {
     expect(await suite.h.prisma.job.count({ where: { tenantId: suite.a.id, idempotencyKey: "burst-1" } })).toBe(1);
   });
 
+  it("answers each of a burst of concurrent creates on its own, though they share transactions", async () => {
+    // 60 requests at once: 40 distinct keys (20 with a traceparent of their own), 10 repeats of one key,
+    // one of them with another body, 5 for a queue that does not exist and 4 without a key.
+    const trace = (i: number) => `00-${(i + 1).toString(16).padStart(32, "a")}-${"b".repeat(16)}-01`;
+    const send = (body: unknown, headers: Record<string, string>) =>
+      fetch(`${suite.h.baseUrl}/api/v1/jobs`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${suite.a.apiKey}`, "content-type": "application/json", ...headers },
+        body: JSON.stringify(body),
+      }).then(async (res) => ({ status: res.status, body: (await res.json()) as { id: string; type?: string; trace: { traceparent: string } } }));
+    const burst = [
+      ...Array.from({ length: 40 }, (_, i) => send(jobBody({ metadata: { i } }), { "idempotency-key": `group-${i}`, ...(i < 20 ? { traceparent: trace(i) } : {}) })),
+      ...Array.from({ length: 9 }, () => send(jobBody({ priority: 4 }), { "idempotency-key": "group-shared" })),
+      send(jobBody({ priority: 5 }), { "idempotency-key": "group-shared" }),
+      ...Array.from({ length: 5 }, (_, i) => send(jobBody({ queue: "nope" }), { "idempotency-key": `group-noqueue-${i}` })),
+      ...Array.from({ length: 4 }, () => send(jobBody({ metadata: { unkeyed: true } }), {})),
+    ];
+    const answers = await Promise.all(burst);
+    const distinct = answers.slice(0, 40);
+    expect(distinct.map((a) => a.status)).toEqual(Array(40).fill(201));
+    expect(new Set(distinct.map((a) => a.body.id)).size).toBe(40);
+    distinct.slice(0, 20).forEach((a, i) => expect(a.body.trace.traceparent).toBe(trace(i)));
+    expect(new Set(distinct.slice(20).map((a) => a.body.trace.traceparent.slice(3, 35))).size).toBe(20); // a new trace each
+
+    const shared = answers.slice(40, 50);
+    const sharedJobs = await suite.h.prisma.job.findMany({ where: { tenantId: suite.a.id, idempotencyKey: "group-shared" } });
+    expect(sharedJobs).toHaveLength(1);
+    // Whichever body committed first owns the key: its repeats replay the job, the other body is refused.
+    const winnerPriority = sharedJobs[0]!.priority;
+    for (const [i, a] of shared.entries()) {
+      const priority = i < 9 ? 4 : 5;
+      if (priority === winnerPriority) {
+        expect([200, 201]).toContain(a.status);
+        expect(a.body.id).toBe(sharedJobs[0]!.id);
+      } else {
+        expect(a.status).toBe(422);
+        expect(a.body.type).toBe(problemType("idempotency-key-reused"));
+      }
+    }
+    expect(shared.filter((a) => a.status === 201)).toHaveLength(1);
+    expect(answers.slice(50, 55).map((a) => [a.status, a.body.type])).toEqual(Array(5).fill([422, problemType("validation-failed")]));
+    expect(answers.slice(55).map((a) => a.status)).toEqual([201, 201, 201, 201]);
+
+    // They went in fewer transactions than requests (rows one transaction wrote share its xmin).
+    const ids = [...distinct, ...answers.slice(55)].map((a) => a.body.id);
+    const [{ transactions }] = await suite.h.prisma.$queryRawUnsafe<[{ transactions: number }]>(
+      `SELECT count(DISTINCT xmin::text)::int AS transactions FROM jobs WHERE id = ANY($1::uuid[])`,
+      ids,
+    );
+    expect(transactions).toBeLessThan(ids.length);
+  });
+
   it.each([
     ["missing target", {}, 422, "validation-failed"],
     ["bad method", jobBody({ target: { method: "TRACE", url: "https://93.184.216.34/" } }), 422, "validation-failed"],

@@ -10,3 +10,4 @@ export * from "./clock-skew.js";
 export * from "./bounded-labels.js";
 export * from "./store-probe.js";
 export * from "./tracing.js";
+export * from "./batch-queue.js";

@@ -1,7 +1,6 @@
 import type pg from "pg";
 import { sql } from "@tick/db";
-import type { Logger } from "@tick/runtime";
-import { createBatchQueue } from "./batch-queue.js";
+import { createBatchQueue, type Logger } from "@tick/runtime";
 
 interface BatchedStart {
   started: sql.StartedAttempt;

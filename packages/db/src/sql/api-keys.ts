@@ -19,16 +19,19 @@ export interface ApiKeyAuthRow {
   suspended_at: Date | null;
 }
 
-/** The key with this public prefix and its tenant's limits: one indexed lookup per API request. */
-export async function findApiKeyForAuth(db: Queryable, prefix: string): Promise<ApiKeyAuthRow | null> {
-  const { rows } = await db.query<ApiKeyAuthRow>(
-    `SELECT k.id AS key_id, k.hash, k.scopes, k.role, k.revoked_at, k.expires_at, k.last_used_at,
+/**
+ * The keys with these public prefixes and their tenants' limits: one indexed lookup for the API requests
+ * that arrived together (absent prefixes have no row).
+ */
+export async function findApiKeysForAuth(db: Queryable, prefixes: string[]): Promise<(ApiKeyAuthRow & { prefix: string })[]> {
+  const { rows } = await db.query<ApiKeyAuthRow & { prefix: string }>(
+    `SELECT k.prefix, k.id AS key_id, k.hash, k.scopes, k.role, k.revoked_at, k.expires_at, k.last_used_at,
             t.id AS tenant_id, t.shard, t.admission_rate, t.admission_burst, t.max_pending_jobs, t.suspended_at
        FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
-      WHERE k.prefix = $1`,
-    [prefix],
+      WHERE k.prefix = ANY($1::text[])`,
+    [prefixes],
   );
-  return rows[0] ?? null;
+  return rows;
 }
 
 /** At most one write a minute per key, so busy keys do not turn every request into a write. */

@@ -2,6 +2,7 @@ import { AppError } from "@tick/core";
 import { ROLE_ACTIONS, ROLE_SCOPES, roleAtLeast, scopesWithinRole, type ConsoleRole, type RoleAction } from "@tick/contract";
 import { apiKeyMatches, parseApiKey, sql, type Queryable } from "@tick/db";
 import type { ConsoleUser } from "../auth";
+import { createBatchQueue } from "@tick/runtime";
 import { getEnv } from "../env";
 
 export interface ApiPrincipal {
@@ -23,16 +24,39 @@ const unauthorized = (detail: string) => new AppError("unauthorized", detail);
 const suspended = () =>
   new AppError("tenant_suspended", "This tenant is suspended by the platform's operators: its jobs wait and nothing is lost. Contact them to resume it.");
 
+/** Finds an API key's row by its public prefix (null: no such key). */
+export type ApiKeyLookup = (prefix: string) => Promise<sql.ApiKeyAuthRow | null>;
+
+/** Most keys looked up in one statement. */
+const KEYS_PER_LOOKUP = 500;
+
+/**
+ * API key lookups as a group commit: a lookup goes out at once when none is in flight, and the ones that
+ * arrive meanwhile go out together in one statement when it returns. Each request's lookup is still
+ * sent after the request arrived, so a key revoked before a request came is never taken from an older read.
+ */
+export function createApiKeyLookup(db: Queryable): ApiKeyLookup {
+  const queue = createBatchQueue<string, sql.ApiKeyAuthRow | null>({
+    maxBatch: KEYS_PER_LOOKUP,
+    runBatch: async (prefixes) => {
+      const rows = new Map((await sql.findApiKeysForAuth(db, [...new Set(prefixes)])).map((r) => [r.prefix, r]));
+      return prefixes.map((p) => rows.get(p) ?? null);
+    },
+    runOne: async (prefix) => (await sql.findApiKeysForAuth(db, [prefix]))[0] ?? null,
+  });
+  return (prefix) => queue.submit(prefix);
+}
+
 /**
  * Resolves `Authorization: Bearer <key>` to its key and tenant. Looked up by the key's public prefix
  * and compared by hash in constant time; read fresh on every request, so a revoked key fails at once.
  */
-export async function authenticateApiKey(db: Queryable, authorization: string | null): Promise<ApiPrincipal> {
+export async function authenticateApiKey(db: Queryable, lookup: ApiKeyLookup, authorization: string | null): Promise<ApiPrincipal> {
   const match = /^Bearer\s+(\S+)$/i.exec(authorization ?? "");
   if (!match) throw unauthorized("Send the API key as `Authorization: Bearer <key>`.");
   const parsed = parseApiKey(match[1]!);
   if (!parsed) throw unauthorized("The API key is malformed.");
-  const row = await sql.findApiKeyForAuth(db, parsed.prefix);
+  const row = await lookup(parsed.prefix);
   if (!row || !apiKeyMatches(match[1]!, row.hash)) throw unauthorized("The API key is not valid.");
   if (row.revoked_at) throw unauthorized("The API key has been revoked.");
   if (row.expires_at && row.expires_at.getTime() <= Date.now()) throw unauthorized("The API key has expired.");

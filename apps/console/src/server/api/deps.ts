@@ -1,10 +1,11 @@
 import { createBreakers } from "@tick/breaker";
 import { createDueIndex } from "@tick/due-index";
-import type { JobServiceDeps } from "../services/jobs";
+import { createSingleCreates, type CreateSingle, type JobServiceDeps } from "../services/jobs";
 import { getContext } from "../context";
 import { getEnv } from "../env";
 import { createAdmission, failOpenRedis } from "./admission";
 import { createAuthLimits, type AuthLimits } from "./auth-limits";
+import { createApiKeyLookup, type ApiKeyLookup } from "./authenticate";
 import type { AccountDeps } from "../services/accounts";
 import type { InvitationMailer, MemberDeps } from "../services/members";
 import type { WebhookDeps } from "../services/webhooks";
@@ -33,6 +34,20 @@ export function getJobDeps(): JobServiceDeps {
     };
   }
   return cached;
+}
+
+let apiKeyLookup: ApiKeyLookup | undefined;
+
+/** API key lookups of concurrent requests, one statement at a time (authenticate.ts createApiKeyLookup). */
+export function getApiKeyLookup(): ApiKeyLookup {
+  return (apiKeyLookup ??= createApiKeyLookup(getContext().pool));
+}
+
+let singleCreates: CreateSingle | undefined;
+
+/** POST /jobs: one tenant's concurrent creates share a transaction (services/jobs.ts createSingleCreates). */
+export function getSingleCreates(): CreateSingle {
+  return (singleCreates ??= createSingleCreates(getJobDeps()));
 }
 
 let authLimits: AuthLimits | undefined;

@@ -8,6 +8,7 @@ import { getConsoleUser, type ConsoleUser } from "../auth";
 import { assertSameOrigin, authenticateApiKey, authenticateSession, type ApiPrincipal } from "./authenticate";
 import { assertCleanQuery, findBadParameters, parseJsonBody } from "./input-hygiene";
 import { requestClientAddress } from "./client-address";
+import { getApiKeyLookup } from "./deps";
 
 type Route<N extends RouteName> = (typeof routes)[N];
 type Out<T> = T extends z.ZodType ? z.output<T> : Record<string, never>;
@@ -186,7 +187,7 @@ export function apiRoute<N extends RouteName>(
       const app = getContext();
       const authorization = request.headers.get("authorization");
       const principal = authorization
-        ? await authenticateApiKey(app.pool, authorization)
+        ? await authenticateApiKey(app.pool, getApiKeyLookup(), authorization)
         : await authenticateSession(app.pool, await getConsoleUser(), request);
       if (!hasScope(principal.scopes, scope)) {
         throw new AppError(

@@ -3,6 +3,7 @@ import { AppError, childTraceContext, decideIdempotency, formatTraceparent, isTe
 import { requestHash } from "@tick/core/node";
 import { createJobSchema, type CancelOutcome, type CreateJob, type Job, type listJobsQuerySchema } from "@tick/contract";
 import { inTransaction, sql } from "@tick/db";
+import { createBatchQueue, type BatchQueue } from "@tick/runtime";
 import type pg from "pg";
 import type { z } from "zod";
 import type { Admit, AdmissionResult } from "../api/admission";
@@ -29,6 +30,8 @@ export type CreateItem = ({ job: CreateJob } | { input: unknown }) & {
   idempotencyKey: string | null;
   /** A problem found before validation (e.g. a malformed idempotencyKey in a batch item). */
   invalid?: AppError;
+  /** This item's own request trace (single creates grouped into one transaction); otherwise the call's. */
+  trace?: TraceContext | null;
 };
 
 export type CreateOutcome =
@@ -42,6 +45,7 @@ interface Prepared {
   job: CreateJob;
   key: string | null;
   hash: string;
+  trace: TraceContext | null | undefined;
 }
 
 const failure = (err: unknown): CreateOutcome => {
@@ -84,7 +88,7 @@ export async function createJobs(
         outcomes[index] = failure(err);
         return;
       }
-      prepared.push({ index, job: parsed.data, key: item.idempotencyKey, hash: requestHash(parsed.data) });
+      prepared.push({ index, job: parsed.data, key: item.idempotencyKey, hash: requestHash(parsed.data), trace: item.trace });
     }),
   );
   prepared.sort((a, b) => a.index - b.index);
@@ -119,6 +123,53 @@ export async function createJobs(
   const settled = outcomes.map((o) => o!);
   deps.onOutcomes?.(tenant.id, settled);
   return { outcomes: settled, admission };
+}
+
+export interface SingleCreateResult {
+  outcome: CreateOutcome;
+  admission: AdmissionResult | null;
+}
+
+/** Creates one job (POST /jobs); concurrent calls for one tenant share a transaction (createSingleCreates). */
+export type CreateSingle = (principal: ApiPrincipal, item: CreateItem, trace: TraceContext | null) => Promise<SingleCreateResult>;
+
+interface SingleCreate {
+  principal: ApiPrincipal;
+  item: CreateItem;
+}
+
+/** The most single creates that share one transaction. */
+export const SINGLE_CREATES_PER_TRANSACTION = 250;
+
+/**
+ * Single creates as a group commit, per tenant: a create goes out at once when none of its tenant's is in
+ * flight, and the creates that arrive meanwhile go out together, as one createJobs call (one admission
+ * check, one transaction: idempotency, quota, insert) when it returns. Each request keeps its own outcome,
+ * Idempotency-Key and trace; a request's answer still means committed. A group that fails with an error
+ * Postgres reported (so it rolled back) is retried one create at a time, so one create's fault is its own;
+ * a lost database (unreachable, or cut while committing) answers the whole group with that error.
+ */
+export function createSingleCreates(deps: JobServiceDeps, maxBatch = SINGLE_CREATES_PER_TRANSACTION): CreateSingle {
+  const queues = new Map<string, BatchQueue<SingleCreate, SingleCreateResult>>();
+  const run = async (items: SingleCreate[]): Promise<SingleCreateResult[]> => {
+    // The latest principal's tenant limits (each request read them fresh; they differ only across a change).
+    const { outcomes, admission } = await createJobs(deps, items[items.length - 1]!.principal, items.map((i) => i.item));
+    return outcomes.map((outcome) => ({ outcome, admission }));
+  };
+  const queueOf = (tenantId: string) => {
+    let queue = queues.get(tenantId);
+    if (!queue) {
+      queue = createBatchQueue<SingleCreate, SingleCreateResult>({
+        maxBatch,
+        runBatch: run,
+        runOne: async (item) => (await run([item]))[0]!,
+        retryOneByOne: (err) => !(err instanceof AppError && (err.code === "outcome_unknown" || err.code === "database_unavailable")),
+      });
+      queues.set(tenantId, queue);
+    }
+    return queue;
+  };
+  return (principal, item, trace) => queueOf(principal.tenant.id).submit({ principal, item: { ...item, trace } });
 }
 
 async function resolveInTransaction(
@@ -173,9 +224,12 @@ async function resolveInTransaction(
     failure(new AppError("quota_exceeded", `The tenant already has ${pending} unfinished jobs (limit ${tenant.maxPendingJobs}).`, { retryAfterSeconds: 30 }));
   // The request's trace, or a new one per job: made here from a pooled random buffer, cheaper than the
   // column's default (two gen_random_uuid() a row), which serves the other inserts (schedule occurrences).
-  const traceparent = trace ? formatTraceparent(trace) : null;
-  const tracestate = trace?.traceState ?? null;
-  const traceOf = () => ({ traceparent: traceparent ?? formatTraceparent(childTraceContext(null)), tracestate });
+  const requestTrace = trace ? { traceparent: formatTraceparent(trace), tracestate: trace.traceState ?? null } : null;
+  const traceOf = (p: Prepared) => {
+    if (p.trace === undefined && requestTrace) return requestTrace;
+    const own = p.trace ?? null;
+    return { traceparent: formatTraceparent(own ?? childTraceContext(null)), tracestate: own?.traceState ?? null };
+  };
 
   // Debounced creates by window (queue and debounce key), a whole batch's windows at once.
   const windows = new Map<string, Prepared[]>();
@@ -209,7 +263,7 @@ async function resolveInTransaction(
       request_hash: p.key ? p.hash : null,
       // What the job does: the rule a schedule's occurrences follow too (@tick/db's job-template.ts).
       ...sql.jobColumnsFromTemplate(j, q),
-      ...traceOf(),
+      ...traceOf(p),
     };
   });
   const inserted = newJobs.length ? await sql.insertJobs(client, tenant, newJobs, deps.idempotencyTtlMs) : [];
@@ -246,7 +300,7 @@ async function createDebounced(
   tenant: ApiPrincipal["tenant"],
   windows: Prepared[][],
   queueByName: ReadonlyMap<string, sql.QueueDefaultsRow>,
-  traceOf: () => { traceparent: string; tracestate: string | null },
+  traceOf: (p: Prepared) => { traceparent: string; tracestate: string | null },
   room: number,
 ): Promise<{ outcomes: [Prepared, CreateOutcome | null][]; lost: Prepared[]; created: number }> {
   const groups = windows.map((items) => {
@@ -314,7 +368,7 @@ async function createDebounced(
           idempotency_key: g.first.key,
           request_hash: g.first.key ? g.first.hash : null,
           ...g.columns,
-          ...traceOf(),
+          ...traceOf(g.source),
           debounce_key: g.d.key,
         })),
         deps.idempotencyTtlMs,

@@ -1,7 +1,7 @@
-import { getJobDeps, getTenantServiceDeps } from "@/server/api/deps";
+import { getSingleCreates, getTenantServiceDeps } from "@/server/api/deps";
 import { rateLimitHeaders } from "@/server/api/admission";
 import { apiRoute } from "@/server/api/route";
-import { createJobs, listJobs } from "@/server/services/jobs";
+import { listJobs } from "@/server/services/jobs";
 import { endCreateSpan, traceCreate } from "@/server/tracing";
 
 export const dynamic = "force-dynamic";
@@ -12,8 +12,7 @@ export const POST = apiRoute(
     // The job keeps the request's trace (its traceparent header, or the "create job" span when tracing is on).
     const trace = await traceCreate(request, "create job", { "http.route": "/api/v1/jobs", "tick.tenant.id": principal.tenant.id });
     try {
-      const { outcomes, admission } = await createJobs(getJobDeps(), principal, [{ job: body, idempotencyKey }], trace.stored);
-      const outcome = outcomes[0]!;
+      const { outcome, admission } = await getSingleCreates()(principal, { job: body, idempotencyKey }, trace.stored);
       const headers = admission ? rateLimitHeaders(admission) : {};
       if ("error" in outcome) throw Object.assign(outcome.cause as Error, { headers });
       trace.span?.setAttributes({ "tick.job.id": outcome.job.id, "tick.job.replayed": outcome.replayed });

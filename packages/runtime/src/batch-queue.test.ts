@@ -70,4 +70,28 @@ describe("batch queue (group commit)", () => {
     expect(await Promise.all(results)).toEqual([-1, "bad row", -3]);
     expect(calls).toBe(1);
   });
+
+  it("answers every item of a failed batch with its error when retryOneByOne says the batch's fate is unknown", async () => {
+    let ones = 0;
+    const q = createBatchQueue({
+      maxBatch: 10,
+      runBatch: async (items: number[]) => {
+        if (items.includes(2)) throw new Error(items.includes(3) ? "commit cut" : "bad row");
+        return items.map((i) => -i);
+      },
+      runOne: async (i: number) => {
+        ones++;
+        return -i;
+      },
+      retryOneByOne: (err) => (err as Error).message !== "commit cut",
+    });
+    const cut = [2, 3].map((i) => q.submit(i).catch((err: Error) => err.message));
+    await q.drain();
+    expect(await Promise.all(cut)).toEqual(["commit cut", "commit cut"]);
+    expect(ones).toBe(0);
+    const bad = [1, 2].map((i) => q.submit(i).catch((err: Error) => err.message));
+    await q.drain();
+    expect(await Promise.all(bad)).toEqual([-1, -2]);
+    expect(ones).toBe(2);
+  });
 });

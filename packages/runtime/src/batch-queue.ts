@@ -7,7 +7,8 @@
  * an idle worker pays one statement's latency, a busy one gets large batches. Each caller awaits its own
  * item's result, which settles only after the batch statement returned (it is one autocommit statement,
  * so it has committed). A batch that fails is not dropped: every item is taken again through `runOne`,
- * one by one, so one bad row or a cut connection costs only that item its result.
+ * one by one, so one bad row or a cut connection costs only that item its result (unless `retryOneByOne`
+ * says the failure leaves the batch's fate unknown: then every item is answered with the batch's error).
  */
 export interface BatchQueueOptions<In, Out> {
   /** Most items per batch statement. */
@@ -22,6 +23,11 @@ export interface BatchQueueOptions<In, Out> {
   runOne: (item: In) => Promise<Out>;
   /** Told of each failed batch (before its items are retried one by one). */
   onBatchError?: (err: unknown, size: number) => void;
+  /**
+   * Whether a failed batch's items are retried one by one (default: always). False for an error that may
+   * have come after the batch took effect (a connection cut during COMMIT): its items get that error.
+   */
+  retryOneByOne?: (err: unknown) => boolean;
 }
 
 export interface BatchQueue<In, Out> {
@@ -62,7 +68,8 @@ export function createBatchQueue<In, Out>(options: BatchQueueOptions<In, Out>): 
         if (results.length !== batch.length) throw new Error(`batch returned ${results.length} results for ${batch.length} items`);
       } catch (err) {
         options.onBatchError?.(err, batch.length);
-        await settleOneByOne(batch);
+        if (options.retryOneByOne && !options.retryOneByOne(err)) for (const w of batch) w.reject(err);
+        else await settleOneByOne(batch);
         return;
       }
       batch.forEach((w, i) => w.resolve(results[i]!));
