@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { NextResponse, type NextRequest } from "next/server";
 import { AppError, toProblem } from "@tick/core";
 import { getEnv } from "@/server/env";
+import { STRICT_TRANSPORT_SECURITY } from "@tick/contract/response-headers";
 
 /**
  * The Content-Security-Policy of every console page, with a nonce made for this request. Next reads the
@@ -40,12 +41,6 @@ function undecodableApiPath(request: NextRequest): NextResponse | Response {
     return new Response(JSON.stringify(problem), { status: problem.status, headers: { "content-type": "application/problem+json", "cache-control": "no-store" } });
   }
 }
-
-/**
- * Browsers remember for a year to reach the console over https only; sent only when it is served over
- * https (next.config.ts sends the same value on every response a TLS proxy marks x-forwarded-proto: https).
- */
-const STRICT_TRANSPORT_SECURITY = "max-age=31536000; includeSubDomains";
 
 /** The console's public URL is https, or the TLS-terminating proxy in front says this request was. */
 function servedOverHttps(request: NextRequest): boolean {

@@ -22,16 +22,28 @@ export function mapDatabaseLoss(err: unknown, retry = "Read the resource to find
   return err;
 }
 
+/** An API answer before it is sent: made into a Web Response by Next's routes, written to Node's response by direct-api.ts. */
+export interface ApiAnswer {
+  status: number;
+  headers: Record<string, string>;
+  /** JSON text, or a stream sent as it is. */
+  body: string | ReadableStream<Uint8Array>;
+}
+
+export const answerToResponse = (answer: ApiAnswer): Response => new Response(answer.body, { status: answer.status, headers: answer.headers });
+
 /** Every API error leaves through here as application/problem+json (RFC 9457). */
-export function problemResponse(err: unknown, instance?: string): Response {
+export function problemAnswer(err: unknown, instance?: string): ApiAnswer {
   const mapped = mapDatabaseLoss(err);
   const problem = toProblem(mapped, instance);
-  const headers = new Headers({ "content-type": "application/problem+json", "cache-control": "no-store" });
+  const headers: Record<string, string> = { "content-type": "application/problem+json", "cache-control": "no-store" };
   if (mapped instanceof AppError && mapped.retryAfterSeconds !== undefined) {
-    headers.set("retry-after", String(Math.max(1, Math.ceil(mapped.retryAfterSeconds))));
+    headers["retry-after"] = String(Math.max(1, Math.ceil(mapped.retryAfterSeconds)));
   }
   // Errors may carry response headers (e.g. RateLimit-* on a 429).
   const extraHeaders = (mapped as { headers?: Record<string, string> }).headers;
-  if (extraHeaders && typeof extraHeaders === "object") for (const [k, v] of Object.entries(extraHeaders)) headers.set(k, v);
-  return new Response(JSON.stringify(problem), { status: problem.status, headers });
+  if (extraHeaders && typeof extraHeaders === "object") for (const [k, v] of Object.entries(extraHeaders)) headers[k.toLowerCase()] = v;
+  return { status: problem.status, headers, body: JSON.stringify(problem) };
 }
+
+export const problemResponse = (err: unknown, instance?: string): Response => answerToResponse(problemAnswer(err, instance));

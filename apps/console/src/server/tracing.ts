@@ -3,6 +3,7 @@ import { parseTraceHeaders, toProblem, type TraceContext } from "@tick/core";
 import { createTracing, tracingConfig, type TickSpan, type Tracing } from "@tick/runtime";
 import { getContext } from "./context";
 import { getEnv } from "./env";
+import type { RequestHead } from "./api/request-head";
 
 // Kept on globalThis, as the context is, so `next dev` hot reloads do not make a provider per edit.
 const holder = globalThis as unknown as { __tickTracing?: Promise<Tracing> };
@@ -37,7 +38,7 @@ export interface CreateTrace {
  * jobs keep the caller's own context, so their attempts are children of the caller's span. Tracing on:
  * a "create job" server span, a child of the caller's or a new root, whose context the jobs keep.
  */
-export async function traceCreate(request: Request, name: string, attributes: Record<string, string | number>): Promise<CreateTrace> {
+export async function traceCreate(request: RequestHead, name: string, attributes: Record<string, string | number>): Promise<CreateTrace> {
   const incoming = parseTraceHeaders(request.headers.get("traceparent"), request.headers.get("tracestate"));
   const tracing = await getTracing();
   if (!tracing.enabled) return { stored: incoming, span: null };

@@ -4,6 +4,7 @@ import { apiKeyMatches, parseApiKey, sql, type Queryable } from "@tick/db";
 import type { ConsoleUser } from "../auth";
 import { createBatchQueue } from "@tick/runtime";
 import { getEnv } from "../env";
+import type { RequestHead } from "./request-head";
 
 export interface ApiPrincipal {
   /** Who acts, for the audit log: an API key, or a console user signed in with a session. */
@@ -85,7 +86,7 @@ export async function authenticateApiKey(db: Queryable, lookup: ApiKeyLookup, au
  * the membership role's. Writes must come from the console's own origin: a cross-site page cannot
  * borrow the session (the cookie is SameSite=Lax too, and JSON bodies need a CORS preflight).
  */
-export async function authenticateSession(db: Queryable, user: ConsoleUser | null, request: Request): Promise<ApiPrincipal> {
+export async function authenticateSession(db: Queryable, user: ConsoleUser | null, request: RequestHead): Promise<ApiPrincipal> {
   if (!user) throw unauthorized("Send the API key as `Authorization: Bearer <key>`, or sign in to the console.");
   const wanted = request.headers.get("tick-tenant");
   const membership = wanted ? user.memberships.find((m) => m.tenantId === wanted) : user.current;
@@ -114,7 +115,7 @@ export function requireRole(principal: ApiPrincipal, action: RoleAction, detail:
  * console's configured public origin (NEXTAUTH_URL: scheme, host and port); a missing, `null` or malformed
  * Origin on a write is refused the same way (403), never parsed into an error.
  */
-export function assertSameOrigin(request: Request): void {
+export function assertSameOrigin(request: RequestHead): void {
   if (request.method === "GET" || request.method === "HEAD") return;
   if (!isConsoleOrigin(request.headers.get("origin"))) throw new AppError("forbidden", "Console writes must come from the console itself.");
 }

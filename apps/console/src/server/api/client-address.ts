@@ -2,6 +2,7 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import { subscribe } from "node:diagnostics_channel";
 import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
+import type { RequestHead } from "./request-head";
 
 /**
  * The address a request's TCP connection came from, as the console's own socket saw it. Next gives route
@@ -38,7 +39,7 @@ export function recordSocketAddresses(): void {
 }
 
 /** The socket's address recorded for this request; null when the recorder did not see it (or a client forged it). */
-export function recordedSocketAddress(headers: Headers): string | null {
+export function recordedSocketAddress(headers: RequestHead["headers"]): string | null {
   const secret = (globalThis as SecretHolder)[SECRET];
   const value = headers.get(SOCKET_ADDRESS_HEADER);
   if (!secret || !value) return null;
@@ -93,7 +94,7 @@ export function normalizeAddress(raw: string): string {
 }
 
 /** The client address of a route handler's request (see resolveClientAddress). */
-export function requestClientAddress(request: Request, trustedProxies: number): string {
+export function requestClientAddress(request: RequestHead, trustedProxies: number): string {
   return resolveClientAddress({
     forwardedFor: request.headers.get("x-forwarded-for"),
     socketAddress: recordedSocketAddress(request.headers),

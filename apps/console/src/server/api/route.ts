@@ -3,11 +3,12 @@ import { AppError, IDEMPOTENCY_KEY_MAX_LENGTH, idempotencyKeySchema } from "@tic
 import { hasScope, routes, type RouteName } from "@tick/contract";
 import { getContext } from "../context";
 import { getEnv, type ConsoleEnv } from "../env";
-import { problemResponse } from "../problem";
+import { answerToResponse, problemAnswer, type ApiAnswer } from "../problem";
 import { getConsoleUser, type ConsoleUser } from "../auth";
 import { assertSameOrigin, authenticateApiKey, authenticateSession, type ApiPrincipal } from "./authenticate";
 import { assertCleanQuery, findBadParameters, parseJsonBody } from "./input-hygiene";
 import { requestClientAddress } from "./client-address";
+import type { RequestHead } from "./request-head";
 import { getApiKeyLookup } from "./deps";
 
 type Route<N extends RouteName> = (typeof routes)[N];
@@ -20,7 +21,7 @@ export interface ApiRequest<N extends RouteName> {
   /** The body, validated by the route's schema. */
   body: Route<N> extends { body: infer B } ? Out<B> : undefined;
   idempotencyKey: string | null;
-  request: Request;
+  request: RequestHead;
 }
 
 /** The request of a `rawBody` route: its body is the parsed JSON, not yet validated (the handler validates it item by item). */
@@ -40,14 +41,22 @@ export interface ApiRouteOptions {
   maxBodyBytes?: (env: ConsoleEnv) => number;
 }
 
-async function readJson(request: Request, maxBytes: number): Promise<unknown> {
-  const type = request.headers.get("content-type") ?? "";
-  if (!/^application\/([\w.+-]+\+)?json\b/i.test(type)) {
-    throw new AppError("unsupported_media_type", "Send the body as application/json.");
-  }
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  const tooLarge = () => new AppError("payload_too_large", `The body is larger than ${maxBytes} bytes.`);
-  if (declared > maxBytes) throw tooLarge();
+/** A request as the pipeline takes it: its head, its path parameters and a way to read its body. */
+export interface PipelineRequest {
+  head: RequestHead;
+  params: Promise<Record<string, string>>;
+  /** The body, or null once it is larger than `maxBytes` (reading stops there). */
+  readBody(maxBytes: number): Promise<Buffer | null>;
+}
+
+/** The pipeline of one route (route name, parsing, auth, errors, metrics), as direct-api.ts calls it. */
+export type ApiPipeline = (request: PipelineRequest) => Promise<ApiAnswer>;
+
+/** A Next route handler that also carries its pipeline, for the direct path. */
+export type RouteHandler = ((request: Request, context: { params: Promise<Record<string, string>> }) => Promise<Response>) & { pipeline: ApiPipeline };
+
+/** A Web Request's body, up to `maxBytes`. */
+async function readWebBody(request: Request, maxBytes: number): Promise<Buffer | null> {
   const reader = request.body?.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -57,24 +66,37 @@ async function readJson(request: Request, maxBytes: number): Promise<unknown> {
     size += value.byteLength;
     if (size > maxBytes) {
       await reader.cancel().catch(() => {});
-      throw tooLarge();
+      return null;
     }
     chunks.push(value);
   }
+  return Buffer.concat(chunks);
+}
+
+async function readJson(request: PipelineRequest, maxBytes: number): Promise<unknown> {
+  const type = request.head.headers.get("content-type") ?? "";
+  if (!/^application\/([\w.+-]+\+)?json\b/i.test(type)) {
+    throw new AppError("unsupported_media_type", "Send the body as application/json.");
+  }
+  const declared = Number(request.head.headers.get("content-length") ?? "0");
+  const tooLarge = () => new AppError("payload_too_large", `The body is larger than ${maxBytes} bytes.`);
+  if (declared > maxBytes) throw tooLarge();
+  const body = await request.readBody(maxBytes);
+  if (body === null) throw tooLarge();
   // Nesting, NUL and lone surrogates are refused here, so rawBody routes (batch create) get the same care.
-  return parseJsonBody(Buffer.concat(chunks).toString("utf8"));
+  return parseJsonBody(body.toString("utf8"));
 }
 
 /**
  * Who is calling, for per-address rate limits: the connection's address, or with TICK_TRUSTED_PROXIES=N
  * the X-Forwarded-For entry the outermost of those N proxies appended (client-address.ts).
  */
-export function clientAddress(request: Request): string {
+export function clientAddress(request: RequestHead): string {
   return requestClientAddress(request, getEnv().TICK_TRUSTED_PROXIES);
 }
 
 type AnyRoute = { scope: string | null; params?: z.ZodObject; query?: z.ZodObject; body?: z.ZodType; idempotent?: boolean };
-type PipelineHandler<P> = (req: { principal: P; params: unknown; query: unknown; body: unknown; idempotencyKey: string | null; request: Request }) => Promise<ApiResponse>;
+type PipelineHandler<P> = (req: { principal: P; params: unknown; query: unknown; body: unknown; idempotencyKey: string | null; request: RequestHead }) => Promise<ApiResponse>;
 
 /**
  * The request pipeline shared by every /api/v1 handler: input hygiene (input-hygiene.ts: nesting depth,
@@ -82,44 +104,50 @@ type PipelineHandler<P> = (req: { principal: P; params: unknown; query: unknown;
  * header, and every error mapped to problem+json. `authenticate` resolves the caller
  * (and may refuse) before anything is parsed. Every answer is counted by route name and status, with its
  * duration (tick_api_requests_total, tick_api_request_duration_seconds: in-memory updates only).
+ * The Next route handler it returns carries the same pipeline as `pipeline`, for direct-api.ts.
  */
 function handleRequest<P>(
   name: string,
   route: AnyRoute,
   options: ApiRouteOptions,
-  authenticate: (request: Request) => Promise<P>,
+  authenticate: (request: RequestHead) => Promise<P>,
   handler: PipelineHandler<P>,
-) {
+): RouteHandler {
   const answer = answerRequest(name, route, options, authenticate, handler);
-  return async (request: Request, context: { params: Promise<Record<string, string>> }): Promise<Response> => {
+  const pipeline: ApiPipeline = async (request) => {
     const started = performance.now();
-    let status = 500; // what Next answers if the pipeline itself throws
+    let status = 500; // what is answered if the pipeline itself throws
     try {
-      const response = await answer(request, context);
-      status = response.status;
-      return response;
+      const result = await answer(request);
+      status = result.status;
+      return result;
     } finally {
       getContext().metrics.request(name, status, (performance.now() - started) / 1000);
     }
   };
+  const next = async (request: Request, context: { params: Promise<Record<string, string>> }) =>
+    answerToResponse(await pipeline({ head: request, params: context.params, readBody: (maxBytes) => readWebBody(request, maxBytes) }));
+  return Object.assign(next, { pipeline });
 }
 
 function answerRequest<P>(
   name: string,
   route: AnyRoute,
   options: ApiRouteOptions,
-  authenticate: (request: Request) => Promise<P>,
+  authenticate: (request: RequestHead) => Promise<P>,
   handler: PipelineHandler<P>,
 ) {
-  return async (request: Request, context: { params: Promise<Record<string, string>> }): Promise<Response> => {
-    const instance = new URL(request.url).pathname;
+  return async (pipelineRequest: PipelineRequest): Promise<ApiAnswer> => {
+    const request = pipelineRequest.head;
+    const url = new URL(request.url, "http://console.invalid");
+    const instance = url.pathname;
     let tenantId: string | undefined;
     try {
       const principal = await authenticate(request);
       tenantId = (principal as { tenant?: { id: string } } | null)?.tenant?.id;
       let params: unknown = {};
       if (route.params) {
-        const raw = await context.params;
+        const raw = await pipelineRequest.params;
         // A malformed id (or a name holding a NUL, a control character or a lone surrogate, which nothing
         // stored can) names no resource of this tenant: the same 404 as someone else's id.
         const parsed = findBadParameters(Object.entries(raw)).length === 0 ? route.params.safeParse(raw) : null;
@@ -128,13 +156,13 @@ function answerRequest<P>(
       }
       let query = {};
       if (route.query) {
-        const { searchParams } = new URL(request.url);
+        const { searchParams } = url;
         assertCleanQuery(searchParams); // 422 before any value reaches a schema's transform or SQL
         query = route.query.parse(Object.fromEntries(searchParams));
       }
       let body: unknown;
       if (route.body) {
-        const json = await readJson(request, (options.maxBodyBytes ?? ((env: ConsoleEnv) => env.API_MAX_BODY_BYTES))(getEnv()));
+        const json = await readJson(pipelineRequest, (options.maxBodyBytes ?? ((env: ConsoleEnv) => env.API_MAX_BODY_BYTES))(getEnv()));
         body = options.rawBody ? json : route.body.parse(json);
       }
       const idempotencyKey = route.idempotent ? request.headers.get("idempotency-key") : null;
@@ -142,17 +170,20 @@ function answerRequest<P>(
         throw new AppError("bad_request", `Idempotency-Key must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} characters.`);
       }
       const result = await handler({ principal, params, query, body, idempotencyKey, request });
-      const headers = { "cache-control": "no-store", ...result.headers };
-      if (result.body instanceof ReadableStream) return new Response(result.body, { status: result.status, headers });
-      return Response.json(result.body, { status: result.status, headers });
+      const stream = result.body instanceof ReadableStream;
+      const headers = { ...(stream ? {} : { "content-type": "application/json" }), "cache-control": "no-store", ...lowerCaseKeys(result.headers) };
+      return { status: result.status, headers, body: stream ? (result.body as ReadableStream<Uint8Array>) : JSON.stringify(result.body) };
     } catch (err) {
       if (!(err instanceof AppError) && !(err instanceof Error && err.name === "ZodError")) {
         getContext().logger.error({ err, route: name, tenantId }, "API request failed");
       }
-      return problemResponse(err, instance);
+      return problemAnswer(err, instance);
     }
   };
 }
+
+const lowerCaseKeys = (headers: Record<string, string> | undefined): Record<string, string> =>
+  Object.fromEntries(Object.entries(headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
 
 /**
  * The one wrapper every authenticated /api/v1 handler goes through: API key (or console session) auth and
@@ -205,7 +236,7 @@ export function apiRoute<N extends RouteName>(
  * The signed-in person of an operation that takes a console session only: an API key is refused (403), no session
  * is 401, and a write must come from the console's origin.
  */
-async function sessionOnlyUser(request: Request, apiKeyRefusal: string, signInHint: string): Promise<ConsoleUser> {
+async function sessionOnlyUser(request: RequestHead, apiKeyRefusal: string, signInHint: string): Promise<ConsoleUser> {
   if (request.headers.get("authorization")) throw new AppError("forbidden", apiKeyRefusal);
   const user = await getConsoleUser();
   if (!user) throw new AppError("unauthorized", signInHint);

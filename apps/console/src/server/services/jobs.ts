@@ -125,7 +125,7 @@ export async function createJobs(
   return { outcomes: settled, admission };
 }
 
-export interface SingleCreateResult {
+interface SingleCreateResult {
   outcome: CreateOutcome;
   admission: AdmissionResult | null;
 }
@@ -139,7 +139,7 @@ interface SingleCreate {
 }
 
 /** The most single creates that share one transaction. */
-export const SINGLE_CREATES_PER_TRANSACTION = 250;
+const SINGLE_CREATES_PER_TRANSACTION = 250;
 
 /**
  * Single creates as a group commit, per tenant: a create goes out at once when none of its tenant's is in

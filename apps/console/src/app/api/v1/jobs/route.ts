@@ -1,33 +1,12 @@
-import { getSingleCreates, getTenantServiceDeps } from "@/server/api/deps";
-import { rateLimitHeaders } from "@/server/api/admission";
+import { getTenantServiceDeps } from "@/server/api/deps";
+import { createJobHandler } from "@/server/api/create-job";
 import { apiRoute } from "@/server/api/route";
 import { listJobs } from "@/server/services/jobs";
-import { endCreateSpan, traceCreate } from "@/server/tracing";
 
 export const dynamic = "force-dynamic";
 
-export const POST = apiRoute(
-  "createJob",
-  async ({ principal, body, idempotencyKey, request }) => {
-    // The job keeps the request's trace (its traceparent header, or the "create job" span when tracing is on).
-    const trace = await traceCreate(request, "create job", { "http.route": "/api/v1/jobs", "tick.tenant.id": principal.tenant.id });
-    try {
-      const { outcome, admission } = await getSingleCreates()(principal, { job: body, idempotencyKey }, trace.stored);
-      const headers = admission ? rateLimitHeaders(admission) : {};
-      if ("error" in outcome) throw Object.assign(outcome.cause as Error, { headers });
-      trace.span?.setAttributes({ "tick.job.id": outcome.job.id, "tick.job.replayed": outcome.replayed });
-      endCreateSpan(trace.span, outcome.status);
-      return {
-        status: outcome.status,
-        body: outcome.debouncedInto ? { ...outcome.job, debouncedInto: outcome.debouncedInto } : outcome.job,
-        headers: { ...headers, ...(outcome.replayed ? { "Idempotent-Replayed": "true" } : {}), Location: `/api/v1/jobs/${outcome.job.id}` },
-      };
-    } catch (err) {
-      endCreateSpan(trace.span, err);
-      throw err;
-    }
-  },
-);
+// Requests with an API key reach the same pipeline before Next's router (server/direct-api.ts).
+export const POST = createJobHandler;
 
 export const GET = apiRoute("listJobs", async ({ principal, query }) => ({
   status: 200,
