@@ -110,6 +110,11 @@ export async function startConsole(): Promise<Console> {
   return { url, databaseUrl: db.url, redisPrefix: prefix, proc, apiKey: key.key, tenant: { id, shard, queueId }, pool, close };
 }
 
+/** Single creates closed-loop at these many in flight; the last is the throughput the targets judge. */
+export const SINGLE_CONCURRENCY = [1, 8, 64] as const;
+/** Single creates open-loop at this pace: the latency the targets judge. */
+export const PACED_RATE = 500;
+
 interface Answer {
   ms: number;
   accepted: number;
@@ -118,8 +123,8 @@ interface Answer {
 }
 
 /**
- * API ingest: POST /api/v1/jobs (one job, an Idempotency-Key each) closed-loop at a few concurrency levels
- * and open-loop at 200 requests/s, POST /api/v1/jobs/batch (1,000 jobs, a key each) at a few levels, and
+ * API ingest: POST /api/v1/jobs (one job, an Idempotency-Key each) closed-loop at 1, 8 and 64 in flight
+ * and open-loop at 500 requests/s, POST /api/v1/jobs/batch (1,000 jobs, a key each) at a few levels, and
  * the same rows inserted by `sql.insertJobs` straight into the same database, 1,000 per statement.
  */
 export async function apiIngest(ctx: Context, sizes: { singleRequests: number; pacedSeconds: number; batches: number }): Promise<ApiIngestResult> {
@@ -195,14 +200,14 @@ export async function apiIngest(ctx: Context, sizes: { singleRequests: number; p
     ctx.log(`api ingest: console up at ${tick.url}; warming up`);
     await closedLoop(single, 4, 40);
     await closedLoop(batch(100), 1, 3);
-    for (const c of [1, 8]) {
+    for (const c of SINGLE_CONCURRENCY) {
       ctx.log(`api ingest: POST /jobs, ${c} concurrent, ${sizes.singleRequests} requests`);
       const { answers, seconds } = await closedLoop(single, c, sizes.singleRequests);
       runs.push(summarise({ endpoint: "single", concurrency: c, ratePerSecond: null, batchSize: 1 }, answers, seconds));
     }
-    ctx.log(`api ingest: POST /jobs at 200 requests/s for ${sizes.pacedSeconds} s`);
-    const paced = await openLoop(200, sizes.pacedSeconds);
-    runs.push(summarise({ endpoint: "single", concurrency: null, ratePerSecond: 200, batchSize: 1 }, paced.answers, paced.seconds));
+    ctx.log(`api ingest: POST /jobs at ${PACED_RATE} requests/s for ${sizes.pacedSeconds} s`);
+    const paced = await openLoop(PACED_RATE, sizes.pacedSeconds);
+    runs.push(summarise({ endpoint: "single", concurrency: null, ratePerSecond: PACED_RATE, batchSize: 1 }, paced.answers, paced.seconds));
     for (const c of [1, 4]) {
       ctx.log(`api ingest: POST /jobs/batch of 1,000, ${c} concurrent, ${sizes.batches} batches`);
       const { answers, seconds } = await closedLoop(batch(1_000), c, sizes.batches);

@@ -117,7 +117,7 @@ async function main() {
       emit("recurrence", report.scenarios.recurrence);
     }
     if (args.only.includes("api-ingest")) {
-      report.scenarios.apiIngest = await apiIngest(ctx, args.quick ? { singleRequests: 500, pacedSeconds: 5, batches: 5 } : { singleRequests: 2_000, pacedSeconds: 10, batches: 20 });
+      report.scenarios.apiIngest = await apiIngest(ctx, args.quick ? { singleRequests: 1_000, pacedSeconds: 5, batches: 5 } : { singleRequests: 4_000, pacedSeconds: 10, batches: 20 });
       emit("api-ingest", report.scenarios.apiIngest);
     }
     if (args.only.includes("scale-out")) {
