@@ -49,6 +49,8 @@ export interface SchedulerConfig {
   recurrenceIntervalMs: number;
   /** Held shards materialised at once (default 2). */
   recurrenceConcurrency?: number;
+  /** Schedules per shard per materialisation round (default 1,000). */
+  recurrenceBatch?: number;
   idempotencyTtlMs: number;
   /** How often each held shard's DLQ replays are tallied and released. */
   replayIntervalMs: number;
@@ -241,7 +243,7 @@ export function createScheduler(deps: SchedulerDeps) {
   const materializer = new Materializer(
     pool,
     // Schedules per shard per round: planned in code, written with two statements whatever the count.
-    { holder: config.id, lookaheadMs: config.recurrenceLookaheadMs, idempotencyTtlMs: config.idempotencyTtlMs, batch: 1_000 },
+    { holder: config.id, lookaheadMs: config.recurrenceLookaheadMs, idempotencyTtlMs: config.idempotencyTtlMs, batch: config.recurrenceBatch ?? 1_000 },
     logger,
     metrics,
     (shard, tenantId, dueAtMs) => dueIndex.noteDue(shard, tenantId, dueAtMs),
@@ -315,17 +317,23 @@ export function createScheduler(deps: SchedulerDeps) {
     await relay.refreshBacklogMetrics();
     return total;
   };
-  const materializeOnce = async () => {
+  const materialize = async () => {
     let created = 0;
+    let more = false;
     const due = await sql.shardsWithDueSchedules(pool, held.map((l) => l.shard), config.recurrenceLookaheadMs);
     // Shards in parallel, a few at a time: one shard's transaction is mostly Postgres inserting its
     // occurrence jobs, so one at a time would keep a single backend busy while the other cores idle.
     await forEachConcurrently(held.filter((lease) => due.has(lease.shard)), config.recurrenceConcurrency ?? 2, async (lease) => {
-      created += (await materializer.runShard(lease)).created;
+      const round = await materializer.runShard(lease);
+      created += round.created;
+      more ||= round.more;
     });
     if (created > 0) dispatchLoop.wake();
-    return created;
+    return { created, more };
   };
+  const materializeOnce = async () => (await materialize()).created;
+  // A burst larger than a batch per shard goes on at once rather than a poll interval later.
+  const materializeStep = async () => ((await materialize()).more ? { nextInMs: 0 } : undefined);
   const reconcileOnce = async () => {
     let repaired = 0;
     for (const lease of held) repaired += await dueSource.reconcile(lease.shard);
@@ -363,7 +371,7 @@ export function createScheduler(deps: SchedulerDeps) {
   const relayLoop = new Loop("relay", Math.max(50, config.dispatchIntervalMs), relayOnce, logger, metrics);
   const reaperLoop = new Loop("reaper", config.reaperIntervalMs, reapOnce, logger, metrics);
   const reconcileLoop = new Loop("reconcile", config.reconcileIntervalMs, reconcileOnce, logger, metrics);
-  const recurrenceLoop = new Loop("recurrence", config.recurrenceIntervalMs, materializeOnce, logger, metrics);
+  const recurrenceLoop = new Loop("recurrence", config.recurrenceIntervalMs, materializeStep, logger, metrics);
   const replayLoop = new Loop("replay", config.replayIntervalMs, replayOnce, logger, metrics);
   const maintenanceLoop = new Loop("maintenance", maintenanceConfig.intervalMs, maintainOnce, logger, metrics);
   const loops = [leaseLoop, dispatchLoop, relayLoop, reaperLoop, reconcileLoop, recurrenceLoop, replayLoop, maintenanceLoop];

@@ -48,6 +48,27 @@ describe("schedule materialisation", () => {
     expect(jobs.some((j) => j.status === "dispatched")).toBe(true);
   });
 
+  it("a burst of more schedules than one round takes goes on at once, not a poll interval later", async () => {
+    const t = await w.createTenant();
+    await w.pool.query(
+      // Every second, last materialised 5 s ago: each is owed its latest occurrence now (run_latest).
+      `INSERT INTO schedules (id, tenant_id, queue_id, shard, name, cron, timezone, misfire_policy, job_template, next_fire_at,
+                              materialized_through, updated_at)
+       SELECT gen_random_uuid(), $1, $2, $3, 'burst-' || i, '* * * * * *', 'UTC', 'run_latest', $4, now() - interval '5 seconds',
+              now() - interval '5 seconds', now()
+         FROM generate_series(1, 230) i`,
+      [t.id, t.queueId, t.shard, { target: { url: "https://93.184.216.34/tick" } }],
+    );
+    // 50 schedules a round and a minute between polls: only going on at once gets all 230 done in seconds.
+    const s = w.startScheduler("s", { recurrenceBatch: 50, recurrenceIntervalMs: 60_000 });
+    await s.start();
+    await waitFor(
+      async () => (await w.pool.query<{ n: number }>(`SELECT count(DISTINCT schedule_id)::int AS n FROM jobs WHERE tenant_id = $1`, [t.id])).rows[0]!.n === 230,
+      { timeoutMs: 10_000, description: "an occurrence job for each of the 230 schedules" },
+    );
+    await s.pause();
+  });
+
   it("after downtime spanning six hourly occurrences, each misfire policy produces exactly the runs it promises", async () => {
     const t = await w.createTenant();
     const since = "date_trunc('hour', now()) - interval '5 hours 30 minutes'";

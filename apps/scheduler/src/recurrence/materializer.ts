@@ -29,7 +29,8 @@ export class Materializer {
     private readonly noteDue: (shard: number, tenantId: string, dueAtMs: number) => Promise<void>,
   ) {}
 
-  async runShard(lease: HeldLease): Promise<{ leaseHeld: boolean; created: number }> {
+  /** `more`: the round took a whole batch of schedules, so more may be due now (run again without waiting). */
+  async runShard(lease: HeldLease): Promise<{ leaseHeld: boolean; created: number; more: boolean }> {
     const due = new Map<string, number>(); // tenant -> earliest occurrence planned
     const result = await withShardFence(
       this.pool,
@@ -45,7 +46,8 @@ export class Materializer {
         // question (every "0 * * * *" in one zone, on time, in this statement's snapshot): asked once per
         // distinct input per round (otherwise the cron walk's date arithmetic is most of the scheduler's CPU).
         const plans = new Map<string, ReturnType<typeof planOccurrences>>();
-        for (const s of await sql.lockDueSchedules(client, lease.shard, this.config.lookaheadMs, this.config.batch)) {
+        const locked = await sql.lockDueSchedules(client, lease.shard, this.config.lookaheadMs, this.config.batch);
+        for (const s of locked) {
           const input = {
             rule: { cron: s.cron, timezone: s.timezone, dstGap: s.dst_gap_policy, dstOverlap: s.dst_overlap_policy },
             misfire: s.misfire_policy,
@@ -88,13 +90,13 @@ export class Materializer {
         }
         const created = await sql.insertOccurrenceJobs(client, jobs, this.config.idempotencyTtlMs);
         await sql.advanceSchedules(client, advances);
-        return created;
+        return { created, more: locked.length >= this.config.batch };
       },
       (stale) => this.metrics.staleWrites.inc({ shard: String(stale.shard), component: "recurrence" }),
     );
-    if (!result.ok) return { leaseHeld: false, created: 0 };
+    if (!result.ok) return { leaseHeld: false, created: 0, more: false };
     for (const [tenantId, dueAtMs] of due) await this.noteDue(lease.shard, tenantId, dueAtMs).catch(() => {});
-    this.metrics.occurrences.inc(result.value);
-    return { leaseHeld: true, created: result.value };
+    this.metrics.occurrences.inc(result.value.created);
+    return { leaseHeld: true, ...result.value };
   }
 }
