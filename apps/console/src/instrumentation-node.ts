@@ -6,7 +6,8 @@
 import { EnvError, EXIT_CONFIG } from "@tick/runtime";
 import { stripRouterVaryFromApi } from "./server/api-vary";
 import { recordSocketAddresses } from "./server/api/client-address";
-import { createJobHandler } from "./server/api/create-job";
+import { createJob } from "./server/api/create-job";
+import { apiRoute } from "./server/api/route";
 import { installDirectApi } from "./server/direct-api";
 import { getEnv } from "./server/env";
 import { startMetricsServer } from "./server/metrics-server";
@@ -18,7 +19,7 @@ recordSocketAddresses();
 
 try {
   if (getEnv().NEXT_MANUAL_SIG_HANDLE) installConsoleShutdown();
-  installDirectApi(new Map([["POST /api/v1/jobs", createJobHandler.pipeline]]));
+  installDirectApi(new Map([["POST /api/v1/jobs", apiRoute("createJob", createJob).pipeline]]));
   // /metrics on CONSOLE_METRICS_PORT, never on the public port; a port that cannot be bound stops the console.
   startMetricsServer().catch((err: unknown) => {
     process.stderr.write(`console: metrics server on CONSOLE_METRICS_PORT: ${err instanceof Error ? err.message : String(err)}\n`);
