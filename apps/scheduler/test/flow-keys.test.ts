@@ -177,6 +177,37 @@ describe("per-key limits", () => {
     expect(bucket.rows[0]!.tokens).toBeLessThan(1);
   });
 
+  it("a bucket a claim spends while the clean-up deletes full buckets is kept: no second burst at once", async () => {
+    const t = await w.createTenant();
+    await w.pool.query(`UPDATE queues SET per_key_rate_limit = 3, per_key_rate_period_ms = 1000 WHERE id = $1`, [t.queueId]);
+    await insertKeyed(t, "a", 20);
+    // Full again (spent 10 s ago), so the clean-up may forget it...
+    await w.pool.query(`INSERT INTO flow_key_buckets (queue_id, key, tokens, tokens_at) VALUES ($1, 'a', 0, now() - interval '10 seconds')`, [t.queueId]);
+    // ...but a claim spends it while the clean-up's DELETE, its snapshot taken before, waits for the row.
+    const claimer = await w.pool.connect();
+    try {
+      await claimer.query("BEGIN");
+      const claimed = await sql.claimDueJobs(claimer, { shard: t.shard, epoch: "1", tenantId: t.id, limit: 100, keyed: true });
+      expect(claimed).toHaveLength(3);
+      const pruned = sql.pruneIdleFlowKeys(w.pool, 1_000);
+      for (let waited = 0; ; waited += 20) {
+        const { rows } = await w.pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%DELETE FROM flow_key_buckets%'`,
+        );
+        if (rows[0]!.n > 0) break;
+        if (waited > 5_000) throw new Error("the clean-up never waited for the bucket's row");
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await claimer.query("COMMIT");
+      await pruned;
+    } finally {
+      claimer.release();
+    }
+    const bucket = await w.pool.query<{ tokens: number }>(`SELECT tokens FROM flow_key_buckets WHERE queue_id = $1 AND key = 'a'`, [t.queueId]);
+    expect(bucket.rows[0]?.tokens).toBeLessThan(1);
+    expect(await claim(t, 100)).toHaveLength(0);
+  });
+
   it("a queue's concurrency still caps the sum of its keys", async () => {
     const t = await w.createTenant();
     await w.pool.query(`UPDATE queues SET concurrency = 7 WHERE id = $1`, [t.queueId]);

@@ -273,8 +273,18 @@ export async function waitingFacts(db: Queryable, tenantId: string, jobId: strin
  * Forgets the state of keys that no longer need it, at most `limit` rows each: flow_keys rows with nothing in
  * flight and no override or pause (the trigger makes a row again when the key's next job is claimed), and
  * token buckets full again (a key with no bucket has a full one). Returns the rows deleted.
+ *
+ * Each DELETE repeats its condition on the row itself, outside the IN list: a row a concurrent statement
+ * changed after this one's snapshot is judged again in its committed version, and only conditions on the row
+ * are. A bucket a claim spent meanwhile (tokens_at now) is kept; deleted, the next claim would find the key's
+ * bucket full and take a second burst at once.
  */
 export async function pruneIdleFlowKeys(db: Queryable, limit: number): Promise<number> {
+  const fullSince = (b: string) =>
+    `${b}.tokens_at < now() - make_interval(secs => coalesce((
+       SELECT CASE WHEN fk.rate_limit IS NOT NULL THEN fk.rate_period_ms ELSE q.per_key_rate_period_ms END
+         FROM queues q LEFT JOIN flow_keys fk ON fk.queue_id = q.id AND fk.key = ${b}.key
+        WHERE q.id = ${b}.queue_id), 0) / 1000.0)`;
   const { rows } = await db.query<{ n: number }>(
     `WITH idle AS (
        DELETE FROM flow_keys WHERE (queue_id, key) IN (
@@ -282,13 +292,9 @@ export async function pruneIdleFlowKeys(db: Queryable, limit: number): Promise<n
          AND in_flight = 0 AND overridden_at IS NULL AND NOT paused
        RETURNING 1
      ), full_buckets AS (
-       DELETE FROM flow_key_buckets WHERE (queue_id, key) IN (
-         SELECT b.queue_id, b.key FROM flow_key_buckets b
-           JOIN queues q ON q.id = b.queue_id
-           LEFT JOIN flow_keys fk ON fk.queue_id = b.queue_id AND fk.key = b.key
-          WHERE b.tokens_at < now() - make_interval(secs => coalesce(
-                  CASE WHEN fk.rate_limit IS NOT NULL THEN fk.rate_period_ms ELSE q.per_key_rate_period_ms END, 0) / 1000.0)
-          LIMIT $1)
+       DELETE FROM flow_key_buckets fb WHERE (fb.queue_id, fb.key) IN (
+         SELECT b.queue_id, b.key FROM flow_key_buckets b WHERE ${fullSince("b")} LIMIT $1)
+         AND ${fullSince("fb")}
        RETURNING 1
      )
      SELECT ((SELECT count(*) FROM idle) + (SELECT count(*) FROM full_buckets))::int AS n`,
