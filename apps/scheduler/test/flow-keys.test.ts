@@ -219,6 +219,49 @@ describe("per-key limits", () => {
 });
 
 describe("the in-flight counts under faults, the metrics and the clean-up", () => {
+  it("a statement that moves many jobs of a key writes the key's counter once, and every count stays exact", async () => {
+    const t = await w.createTenant();
+    await w.pool.query(`UPDATE tenants SET max_in_flight = 1000 WHERE id = $1`, [t.id]);
+    await insertKeyed(t, "a", 120);
+    await insertKeyed(t, "b", 40);
+    await insertKeyed(t, null, 10);
+    await insertKeyed(t, "c", 5, { dueInMs: 3_600_000 });
+    const exact = async () => {
+      const { rows } = await w.pool.query<{ key: string; n: number }>(
+        `SELECT flow_key AS key, count(*)::int AS n FROM jobs WHERE queue_id = $1 AND flow_key IS NOT NULL AND status IN ('dispatched', 'running') GROUP BY flow_key`,
+        [t.queueId],
+      );
+      return new Map(rows.map((r) => [r.key, r.n]));
+    };
+    const countersOf = async () => new Map([...(await inFlight(t.queueId))].filter(([, n]) => n > 0));
+    // One claim of 170 jobs of two keys: each key's row is written once (a row trigger wrote it 160 times).
+    const client = await w.pool.connect();
+    try {
+      await client.query("BEGIN");
+      const rows = await sql.claimDueJobs(client, { shard: t.shard, epoch: "1", tenantId: t.id, limit: 500, keyed: true, keyCursors: {} });
+      expect(rows).toHaveLength(170);
+      const writes = await client.query<{ n: number }>(`SELECT (n_tup_ins + n_tup_upd)::int AS n FROM pg_stat_xact_user_tables WHERE relname = 'flow_keys'`);
+      expect(writes.rows[0]!.n).toBe(2);
+      await client.query("COMMIT");
+    } finally {
+      client.release();
+    }
+    expect(await countersOf()).toEqual(new Map([["a", 120], ["b", 40]]));
+    expect(await countersOf()).toEqual(await exact());
+    // One statement moves jobs of three keys both ways: 30 of a and all of b leave flight, c's 5 enter it.
+    await w.pool.query(
+      `UPDATE jobs SET status = CASE WHEN flow_key = 'c' THEN 'dispatched'::job_status ELSE 'scheduled'::job_status END, updated_at = now()
+        WHERE id IN (SELECT id FROM jobs WHERE queue_id = $1 AND flow_key = 'a' ORDER BY id LIMIT 30)
+           OR (queue_id = $1 AND flow_key IN ('b', 'c'))`,
+      [t.queueId],
+    );
+    expect(await countersOf()).toEqual(new Map([["a", 90], ["c", 5]]));
+    expect(await countersOf()).toEqual(await exact());
+    // A statement that changes no status (nor any keyed job) leaves the counters as they are.
+    await w.pool.query(`UPDATE jobs SET priority = priority + 1 WHERE queue_id = $1`, [t.queueId]);
+    expect(await countersOf()).toEqual(await exact());
+  });
+
   it("a lease that ran out keeps its key's slot until the reaper settles the attempt, which the metric counts", async () => {
     const s = w.startScheduler("s", { leaseGraceMs: 0 });
     await s.init();

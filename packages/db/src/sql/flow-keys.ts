@@ -6,11 +6,10 @@ import type { Queryable } from "./types.js";
 /**
  * Locks the in-flight counter rows (flow_keys) of the keyed jobs among `jobIds` (an SQL expression, a uuid[] or a
  * subquery) in key order, as the CTE `key_locks`; `KEY_LOCKS_FIRST`, added to the statement's jobs UPDATE, makes it
- * run before the first job row changes. The counters are kept by a row trigger on jobs, which updates a key's row
- * as each job enters or leaves flight, in whatever order the statement reaches the jobs: two batches moving jobs
- * of the same keys in different orders waited on each other's rows (a deadlock, which the server breaks by failing
- * one of them). Locked in key order first, a statement waits for another before it holds anything the other
- * needs. Used by every statement that moves many keyed jobs in or out of flight: the claim, the worker's
+ * run before the first job row changes. The counters are kept by a statement trigger on jobs (flow_key_in_flight),
+ * which writes each key's row once at the end of the statement; locked in key order first, a statement waits for
+ * another before it holds anything the other needs (two batches moving jobs of the same keys never wait on each
+ * other's rows in opposite orders, a deadlock the server breaks by failing one of them). Used by every statement that moves many keyed jobs in or out of flight: the claim, the worker's
  * completion batch and the reaper's settlement.
  */
 export function keyLocks(jobIds: string): string {
