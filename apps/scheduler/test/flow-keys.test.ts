@@ -208,6 +208,41 @@ describe("per-key limits", () => {
     expect(await claim(t, 100)).toHaveLength(0);
   });
 
+  it("a claim whose transaction began before a pause is judged, stamped and spent at its statement's time", async () => {
+    // A scheduler frozen after its transaction passed the fence runs its claim seconds later. Meanwhile the
+    // clean-up forgot the key's bucket, full again by then. Read at the transaction's start time, the claim took
+    // a whole burst dated right after the previous one: twice the limit within a few milliseconds.
+    const t = await w.createTenant();
+    await w.pool.query(`UPDATE queues SET per_key_rate_limit = 3, per_key_rate_period_ms = 1000 WHERE id = $1`, [t.queueId]);
+    await insertKeyed(t, "a", 20);
+    expect(await claim(t, 100)).toHaveLength(3);
+    const late = await w.pool.connect();
+    try {
+      await late.query("BEGIN");
+      await late.query("SELECT now()");
+      await new Promise((r) => setTimeout(r, 1_300));
+      expect(await sql.pruneIdleFlowKeys(w.pool, 1_000)).toBeGreaterThan(0);
+      const claimed = await sql.claimDueJobs(late, { shard: t.shard, epoch: "1", tenantId: t.id, limit: 100, keyed: true });
+      expect(claimed).toHaveLength(3);
+      await late.query("COMMIT");
+    } finally {
+      late.release();
+    }
+    // The claims replayed through a bucket of 3 per second by the times they carry: none without a token.
+    const { rows } = await w.pool.query<{ at: number }>(
+      `SELECT extract(epoch FROM a.claimed_at) * 1000 AS at FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE j.queue_id = $1 ORDER BY a.claimed_at`,
+      [t.queueId],
+    );
+    expect(rows).toHaveLength(6);
+    let tokens = 3;
+    let last = Number(rows[0]!.at);
+    for (const { at } of rows) {
+      tokens = Math.min(3, tokens + ((Number(at) - last + 0.5) * 3) / 1000) - 1;
+      last = Number(at);
+      expect(tokens).toBeGreaterThan(-1e-9);
+    }
+  });
+
   it("a queue's concurrency still caps the sum of its keys", async () => {
     const t = await w.createTenant();
     await w.pool.query(`UPDATE queues SET concurrency = 7 WHERE id = $1`, [t.queueId]);

@@ -82,13 +82,22 @@ function plainCandidates(due: string): string {
 }
 
 /**
+ * The claim's "now": the time its statement began, not its transaction (now()). A claim runs in a transaction
+ * that passed the shard fence first; a scheduler paused between the two (a stop, a long GC) claims seconds after
+ * its transaction's now(). Due times, expiries, rate windows, token buckets and the attempts' times are all
+ * judged and stamped at the moment the claim is made, so the claim agrees with what other transactions did
+ * meanwhile (the clean-up forgetting a bucket that was full again by then, say).
+ */
+const CLAIM_TIME = "statement_timestamp()";
+
+/**
  * The next flow key after `after` (text order) of a queue with a due job, as an SQL expression: one probe of
  * jobs_key_due_idx, so the scan costs a probe per key with due work and nothing for keys without any.
  */
 const nextDueKey = (queue: string, after: string) =>
   `(SELECT j.flow_key FROM jobs j
      WHERE j.queue_id = ${queue} AND j.status = 'scheduled' AND j.flow_key IS NOT NULL AND j.flow_key > ${after}
-       AND j.due_at <= now() AND j.shard = $1
+       AND j.due_at <= ${CLAIM_TIME} AND j.shard = $1
      ORDER BY j.flow_key LIMIT 1)`;
 
 /**
@@ -147,7 +156,7 @@ function keyedCandidates(dueOfKey: (queue: string, key: string) => string, due: 
          ) r
          CROSS JOIN LATERAL (
            SELECT CASE WHEN r.rl IS NULL OR r.rp IS NULL THEN NULL
-                       ELSE least(r.rl::float8, coalesce(b.tokens, r.rl) + extract(epoch FROM now() - coalesce(b.tokens_at, now()))::float8 * 1000.0 * r.rl / r.rp)
+                       ELSE least(r.rl::float8, coalesce(b.tokens, r.rl) + extract(epoch FROM ${CLAIM_TIME} - coalesce(b.tokens_at, ${CLAIM_TIME}))::float8 * 1000.0 * r.rl / r.rp)
                   END AS avail
          ) tb
         WHERE s.k IS NOT NULL AND (NOT s.wrapped OR s.k <= kq.cursor)
@@ -240,15 +249,15 @@ export interface ClaimChunks {
  * out of the claim.
  *
  * A queue's `rate_per_second` holds in every one-second window of the database clock, across shards
- * and scheduler processes. The window is the second of the transaction's `now()`, which is also the
- * attempts' `dispatched_at`. Window `s` (epoch seconds) may take floor(r·(s+1)) − floor(r·s) claims: exactly
+ * and scheduler processes. The window is the second of the claim's time (CLAIM_TIME, when its statement
+ * began), which is also the attempts' `dispatched_at` and `claimed_at`. Window `s` (epoch seconds) may take floor(r·(s+1)) − floor(r·s) claims: exactly
  * r per second for a whole rate, and for a fractional one the allowance carried from second to second, so
  * 0.5/s is one claim every other second and 2.5/s alternates 2 and 3; any k consecutive seconds take at most
  * ceil(r·k). The count lives on the queue row (`rate_window_start`, `rate_window_count`), read under a row
  * lock and advanced by this statement by what it claimed. Only rate-limited queues are locked, and with
  * SKIP LOCKED: a claim that finds one locked by another claim takes nothing from it this time (waiting could
  * deadlock two rounds that lock two tenants' queues in opposite orders), so every claim that counts sees
- * the others' counts. The window only moves forward: a claim whose `now()` falls in an earlier second than
+ * the others' counts. The window only moves forward: a claim whose time falls in an earlier second than
  * the stored window takes nothing from that queue (its attempts would be stamped into a second whose
  * count is gone), and never moves the window back.
  */
@@ -291,8 +300,8 @@ export async function claimDueJobs(
      END`;
   // A due job of this tenant and shard that may go now: not expired, its dependency neither open (breaker)
   // nor paused by the tenant; such jobs wait, scheduled, without burning attempts.
-  const mayGo = `j.shard = $1 AND j.tenant_id = $2 AND ${statusIn("j.status", claim.from)} AND j.due_at <= now()
-            AND (j.expires_at IS NULL OR j.expires_at > now())
+  const mayGo = `j.shard = $1 AND j.tenant_id = $2 AND ${statusIn("j.status", claim.from)} AND j.due_at <= ${CLAIM_TIME}
+            AND (j.expires_at IS NULL OR j.expires_at > ${CLAIM_TIME})
             AND (j.dependency_key IS NULL OR j.dependency_key <> ALL($5::text[]))
             AND (j.dependency_key IS NULL OR NOT EXISTS (SELECT 1 FROM dependency_pauses dp WHERE dp.tenant_id = $2 AND dp.dependency_key = j.dependency_key))`;
   // Jobs without a flow key (jobs_due_idx holds only those) and jobs of one key (jobs_key_due_idx).
@@ -300,7 +309,7 @@ export async function claimDueJobs(
   const dueOfKey = (queue: string, key: string) => `${mayGo} AND j.flow_key IS NOT NULL AND j.queue_id = ${queue} AND j.flow_key = ${key}`;
   // The rate-limited queues: their rows locked, their window's room, their room beside the others'.
   const ratedCtes = `win AS (
-       SELECT date_trunc('second', now()) AS start, extract(epoch FROM date_trunc('second', now()))::numeric AS s
+       SELECT date_trunc('second', ${CLAIM_TIME}) AS start, extract(epoch FROM date_trunc('second', ${CLAIM_TIME}))::numeric AS s
      ), rated AS (
        SELECT q.id, q.concurrency, q.flow_keyed, q.rate_per_second::numeric AS r, q.rate_window_start, q.rate_window_count
          FROM queues q WHERE q.tenant_id = $2 AND NOT q.paused AND q.rate_per_second IS NOT NULL
@@ -333,12 +342,12 @@ export async function claimDueJobs(
        -- these conditions: a job moved into the future meanwhile (a trailing debounce folding a create into it)
        -- is not due any more and stays scheduled.
        SELECT j.id FROM jobs j JOIN candidates c ON c.id = j.id
-        WHERE ${statusIn("j.status", claim.from)} AND j.due_at <= now()
+        WHERE ${statusIn("j.status", claim.from)} AND j.due_at <= ${CLAIM_TIME}
           FOR UPDATE OF j SKIP LOCKED
      ), ${keyed ? `${keyLocks("ARRAY(SELECT id FROM picked)")}, ` : ""}claimed AS (
        UPDATE jobs j
           SET status = ${stateLiteral(claim.to.dispatch)}, version = j.version + 1, fencing_token = greatest(j.fencing_token + 1, ${FENCE_FLOOR}),
-              current_attempt_id = gen_random_uuid(), updated_at = now()
+              current_attempt_id = gen_random_uuid(), updated_at = ${CLAIM_TIME}
          FROM picked p WHERE j.id = p.id AND ${statusIn("j.status", claim.from)}${keyed ? ` AND ${KEY_LOCKS_FIRST}` : ""}
         RETURNING j.id, j.tenant_id, j.queue_id, j.version, j.fencing_token, j.current_attempt_id AS attempt_id, j.priority, j.due_at,
                   j.dependency_key, j.flow_key, j.attempt_count
@@ -358,7 +367,7 @@ export async function claimDueJobs(
        -- The rate-limited keys' buckets lose what this statement claimed from each (their in-flight counts move
        -- with the jobs' status: the trigger flow_key_in_flight).
        INSERT INTO flow_key_buckets (queue_id, key, tokens, tokens_at)
-       SELECT ks.queue_id, ks.k, ks.avail - n.claimed, now()
+       SELECT ks.queue_id, ks.k, ks.avail - n.claimed, ${CLAIM_TIME}
          FROM (SELECT queue_id, flow_key, count(*)::int AS claimed FROM claimed WHERE flow_key IS NOT NULL GROUP BY queue_id, flow_key) n
          JOIN kstate ks ON ks.queue_id = n.queue_id AND ks.k = n.flow_key
         WHERE ks.avail IS NOT NULL
@@ -370,10 +379,10 @@ export async function claimDueJobs(
      ), numbered AS (
        SELECT o.*, ($6::uuid[])[1 + ($8::int + o.rn - 1) / $7::int] AS message_id FROM ordered o
      ), attempt AS (
-       INSERT INTO attempts (id, job_id, tenant_id, number, fencing_token, job_version, shard_epoch, status, dispatched_at, message_id)
+       INSERT INTO attempts (id, job_id, tenant_id, number, fencing_token, job_version, shard_epoch, status, dispatched_at, claimed_at, message_id)
        -- The attempt's number counts the job's attempts (1, 2, ...); its token may have jumped to a restore fence's floor.
        SELECT attempt_id, id, tenant_id, (SELECT coalesce(max(a.number), 0) + 1 FROM attempts a WHERE a.job_id = numbered.id), fencing_token, version,
-              $4::bigint, 'pending', now(), message_id
+              $4::bigint, 'pending', ${CLAIM_TIME}, ${CLAIM_TIME}, message_id
          FROM numbered
      )
      SELECT c.id, c.tenant_id, c.queue_id, c.version, c.fencing_token, c.attempt_id, c.priority, c.due_at, c.dependency_key, c.flow_key,
