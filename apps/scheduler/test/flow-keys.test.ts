@@ -243,6 +243,26 @@ describe("per-key limits", () => {
     }
   });
 
+  it("the drop after a claim reads the bucket at the same time basis: a key left with a whole token keeps its job", async () => {
+    const t = await w.createTenant();
+    await w.pool.query(`UPDATE queues SET per_key_rate_limit = 3, per_key_rate_period_ms = 1000, per_key_rate_mode = 'drop' WHERE id = $1`, [t.queueId]);
+    await insertKeyed(t, "a", 3);
+    const round = await w.pool.connect();
+    try {
+      // As the dispatcher's round: the claim, then the drop, in one transaction that began a little earlier.
+      await round.query("BEGIN");
+      await round.query("SELECT now()");
+      await new Promise((r) => setTimeout(r, 100));
+      const claimed = await sql.claimDueJobs(round, { shard: t.shard, epoch: "1", tenantId: t.id, limit: 2, keyed: true });
+      expect(claimed).toHaveLength(2);
+      // One whole token is left for the third job: it is kept for the next claim, not dropped.
+      expect(await sql.dropRateLimitedJobs(round, t.shard, t.id, 100)).toEqual([]);
+      await round.query("COMMIT");
+    } finally {
+      round.release();
+    }
+  });
+
   it("a queue's concurrency still caps the sum of its keys", async () => {
     const t = await w.createTenant();
     await w.pool.query(`UPDATE queues SET concurrency = 7 WHERE id = $1`, [t.queueId]);

@@ -2,7 +2,7 @@
 // dispatched attempts (the durable dispatch record, published by the dispatcher once the claim commits).
 // Callers run these inside a transaction that first passed the shard fence (shardFenceStatement), so a stale leader's claim
 // never commits.
-import { KEY_LOCKS_FIRST, keyLocks } from "./flow-keys.js";
+import { bucketTokens, CLAIM_TIME, KEY_LOCKS_FIRST, keyLocks } from "./flow-keys.js";
 import { JOB_STATUS_WRITES, stateLiteral, statusIn } from "./job-status-writes.js";
 import { FENCE_FLOOR } from "./restore-fence.js";
 import type { Queryable } from "./types.js";
@@ -82,15 +82,6 @@ function plainCandidates(due: string): string {
 }
 
 /**
- * The claim's "now": the time its statement began, not its transaction (now()). A claim runs in a transaction
- * that passed the shard fence first; a scheduler paused between the two (a stop, a long GC) claims seconds after
- * its transaction's now(). Due times, expiries, rate windows, token buckets and the attempts' times are all
- * judged and stamped at the moment the claim is made, so the claim agrees with what other transactions did
- * meanwhile (the clean-up forgetting a bucket that was full again by then, say).
- */
-const CLAIM_TIME = "statement_timestamp()";
-
-/**
  * The next flow key after `after` (text order) of a queue with a due job, as an SQL expression: one probe of
  * jobs_key_due_idx, so the scan costs a probe per key with due work and nothing for keys without any.
  */
@@ -156,7 +147,7 @@ function keyedCandidates(dueOfKey: (queue: string, key: string) => string, due: 
          ) r
          CROSS JOIN LATERAL (
            SELECT CASE WHEN r.rl IS NULL OR r.rp IS NULL THEN NULL
-                       ELSE least(r.rl::float8, coalesce(b.tokens, r.rl) + extract(epoch FROM ${CLAIM_TIME} - coalesce(b.tokens_at, ${CLAIM_TIME}))::float8 * 1000.0 * r.rl / r.rp)
+                       ELSE ${bucketTokens("b", "r.rl", "r.rp", CLAIM_TIME)}
                   END AS avail
          ) tb
         WHERE s.k IS NOT NULL AND (NOT s.wrapped OR s.k <= kq.cursor)

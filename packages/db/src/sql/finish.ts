@@ -11,7 +11,7 @@
 // (dropRateLimitedJobs). A running job's cancel is recorded (requestCancelOfRunningJob)
 // and takes effect through its attempt's end.
 import { TERMINAL_STATES, type AttemptOutcome, type JobEvent, type JobState } from "@tick/core";
-import { KEY_LOCKS_FIRST, keyLocks } from "./flow-keys.js";
+import { bucketTokens, CLAIM_TIME, KEY_LOCKS_FIRST, keyLocks } from "./flow-keys.js";
 import { DECISION_EVENT, JOB_STATUS_WRITES, stateLiteral, statusIn } from "./job-status-writes.js";
 import type { JobRow } from "./jobs.js";
 import type { ExpiredLease } from "./reaper.js";
@@ -316,7 +316,8 @@ export async function cancelJobBeforeStart(db: Queryable, tenantId: string, jobI
 
 /**
  * The due jobs of a tenant's queues that drop (perKeyRateMode "drop") whose flow key has no whole token left
- * (its bucket, spent by the claim that ran just before in the same transaction): scheduled → rate_limited
+ * (its bucket, spent by the claim that ran just before in the same transaction, read at the claim's time basis,
+ * CLAIM_TIME, so the claim's spend is not refilled backwards): scheduled → rate_limited
  * (version + 1), with the completion webhooks. A paused key's jobs are held, not dropped; a key with tokens
  * left keeps its jobs for the next claim. Bounded per call. Reads only keys with a bucket.
  */
@@ -330,14 +331,12 @@ export async function dropRateLimitedJobs(db: Queryable, shard: number, tenantId
          LEFT JOIN flow_keys fk ON fk.queue_id = b.queue_id AND fk.key = b.key
         WHERE NOT coalesce(fk.paused, false)
           AND coalesce(fk.rate_limit, q.per_key_rate_limit) IS NOT NULL
-          AND least(coalesce(fk.rate_limit, q.per_key_rate_limit)::float8,
-                    b.tokens + extract(epoch FROM now() - b.tokens_at)::float8 * 1000.0 * coalesce(fk.rate_limit, q.per_key_rate_limit)
-                      / nullif(CASE WHEN fk.rate_limit IS NOT NULL THEN fk.rate_period_ms ELSE q.per_key_rate_period_ms END, 0)) < 1
+          AND ${bucketTokens("b", "coalesce(fk.rate_limit, q.per_key_rate_limit)", "nullif(CASE WHEN fk.rate_limit IS NOT NULL THEN fk.rate_period_ms ELSE q.per_key_rate_period_ms END, 0)", CLAIM_TIME)} < 1
      ), due AS (
        SELECT j.id FROM empty e CROSS JOIN LATERAL (
          SELECT j.id FROM jobs j
           WHERE j.queue_id = e.queue_id AND j.flow_key = e.key AND j.flow_key IS NOT NULL AND ${statusIn("j.status", drop.from)}
-            AND j.due_at <= now() AND j.shard = $1 AND j.tenant_id = $2
+            AND j.due_at <= ${CLAIM_TIME} AND j.shard = $1 AND j.tenant_id = $2
           LIMIT $3
        ) j
        LIMIT $3

@@ -4,6 +4,23 @@
 import type { Queryable } from "./types.js";
 
 /**
+ * The time a claim judges and spends by (due times, expiries, rate windows, token buckets) and stamps its attempts
+ * with, and the drop that follows it in the same transaction: when the statement began, not its transaction
+ * (now()). A dispatch round's transaction begins with the shard fence; a scheduler paused between the two (a stop,
+ * a long GC) claims seconds after its transaction's now(), and must agree with what other transactions did
+ * meanwhile (the clean-up forgetting a bucket that was full again by then, say).
+ */
+export const CLAIM_TIME = "statement_timestamp()";
+
+/**
+ * A key's tokens at `at` (SQL expressions): its bucket `b` (a flow_key_buckets row; none is a full bucket) refilled
+ * at `limit` per `periodMs` since it was last spent, never above `limit`.
+ */
+export function bucketTokens(b: string, limit: string, periodMs: string, at: string): string {
+  return `least(${limit}::float8, coalesce(${b}.tokens, ${limit}) + extract(epoch FROM ${at} - coalesce(${b}.tokens_at, ${at}))::float8 * 1000.0 * ${limit} / ${periodMs})`;
+}
+
+/**
  * Locks the in-flight counter rows (flow_keys) of the keyed jobs among `jobIds` (an SQL expression, a uuid[] or a
  * subquery) in key order, as the CTE `key_locks`; `KEY_LOCKS_FIRST`, added to the statement's jobs UPDATE, makes it
  * run before the first job row changes. The counters are kept by a statement trigger on jobs (flow_key_in_flight),
@@ -251,9 +268,7 @@ export async function waitingFacts(db: Queryable, tenantId: string, jobId: strin
             CASE WHEN fk.rate_limit IS NOT NULL THEN fk.rate_period_ms ELSE q.per_key_rate_period_ms END AS key_rate_period_ms,
             CASE WHEN b.tokens IS NULL THEN NULL
                  WHEN coalesce(fk.rate_limit, q.per_key_rate_limit) IS NULL THEN NULL
-                 ELSE least(coalesce(fk.rate_limit, q.per_key_rate_limit)::float8,
-                            b.tokens + extract(epoch FROM now() - b.tokens_at)::float8 * 1000.0 * coalesce(fk.rate_limit, q.per_key_rate_limit)
-                              / CASE WHEN fk.rate_limit IS NOT NULL THEN fk.rate_period_ms ELSE q.per_key_rate_period_ms END)
+                 ELSE ${bucketTokens("b", "coalesce(fk.rate_limit, q.per_key_rate_limit)", "CASE WHEN fk.rate_limit IS NOT NULL THEN fk.rate_period_ms ELSE q.per_key_rate_period_ms END", "now()")}
             END AS key_tokens,
             (SELECT count(*) FROM (SELECT 1 FROM jobs a WHERE a.shard = j.shard AND a.tenant_id = j.tenant_id AND a.status = 'scheduled'
                                      AND a.due_at < j.due_at LIMIT 10001) a)::int AS ahead
@@ -319,9 +334,7 @@ export async function flowKeyHolds(db: Queryable): Promise<FlowKeyHold[]> {
        SELECT q.id AS queue_id, k.key,
               coalesce(fk.paused, false) AS paused,
               coalesce(fk.in_flight, 0) >= coalesce(fk.concurrency, q.per_key_concurrency) AS at_cap,
-              b.tokens IS NOT NULL AND least(coalesce(fk.rate_limit, q.per_key_rate_limit)::float8,
-                b.tokens + extract(epoch FROM now() - b.tokens_at)::float8 * 1000.0 * coalesce(fk.rate_limit, q.per_key_rate_limit)
-                  / nullif(CASE WHEN fk.rate_limit IS NOT NULL THEN fk.rate_period_ms ELSE q.per_key_rate_period_ms END, 0)) < 1 AS over_rate
+              b.tokens IS NOT NULL AND ${bucketTokens("b", "coalesce(fk.rate_limit, q.per_key_rate_limit)", "nullif(CASE WHEN fk.rate_limit IS NOT NULL THEN fk.rate_period_ms ELSE q.per_key_rate_period_ms END, 0)", "now()")} < 1 AS over_rate
          FROM (SELECT queue_id, key FROM flow_keys WHERE paused OR in_flight > 0 UNION SELECT queue_id, key FROM flow_key_buckets) k
          JOIN queues q ON q.id = k.queue_id
          LEFT JOIN flow_keys fk ON fk.queue_id = k.queue_id AND fk.key = k.key
