@@ -53,7 +53,7 @@ async function machineFacts() {
   const client = new pg.Client({ connectionString: testServerUrl() });
   await client.connect();
   const settings = await client.query<{ name: string; setting: string }>(
-    `SELECT name, setting FROM pg_settings WHERE name IN ('server_version', 'shared_buffers', 'synchronous_commit', 'fsync', 'max_connections')`,
+    `SELECT name, setting FROM pg_settings WHERE name IN ('server_version', 'shared_buffers', 'synchronous_commit', 'fsync', 'max_connections', 'autovacuum')`,
   );
   await client.end();
   const redis = new Redis(testRedisUrl());
@@ -81,7 +81,7 @@ async function machineFacts() {
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const machine = await machineFacts();
-  log(`${machine.cpus} cores (${machine.cpuModel}), ${machine.memoryGiB} GiB, Node ${machine.node}, Postgres ${machine.postgres.server_version}, Redis ${machine.redis}`);
+  log(`${machine.cpus} cores (${machine.cpuModel}), ${machine.memoryGiB} GiB, Node ${machine.node}, Postgres ${machine.postgres.server_version} (autovacuum ${machine.postgres.autovacuum}), Redis ${machine.redis}`);
   const sink = await startBenchSink();
   const ctx: Context = { sink, log, quick: args.quick };
   const report: BenchReport = { machine, quick: args.quick, startedAt: new Date(started).toISOString(), scenarios: {} };

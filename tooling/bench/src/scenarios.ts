@@ -24,7 +24,7 @@ export const percentile = (values: number[], p: number) => {
 };
 
 /** Polls until `done` or the deadline; logs progress every few seconds so a long wait shows it is moving. */
-export async function until(ctx: Context, what: string, done: () => Promise<{ ok: boolean; progress: string }>, timeoutMs: number): Promise<void> {
+export async function until(ctx: Context, what: string, done: () => Promise<{ ok: boolean; progress: string }>, timeoutMs: number, pollMs = 50): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let lastLog = Date.now();
   for (;;) {
@@ -35,7 +35,7 @@ export async function until(ctx: Context, what: string, done: () => Promise<{ ok
       ctx.log(`  ${what}: ${state.progress}`);
       lastLog = Date.now();
     }
-    await sleep(50);
+    await sleep(pollMs);
   }
 }
 

@@ -181,8 +181,10 @@ export async function completeAttempts(db: Queryable, completions: readonly Comp
   if (completions.length === 0) return [];
   const params = completions.map(completeParams);
   const { rows } = await db.query<{ attempt_id: string; due_at: Date; status: string }>({
-    // A named statement: parsed and planned once per connection, not per call (hot path; the text is constant).
-    name: "tick_complete_attempts",
+    // Not a named statement: planned per call (1.3-1.6 ms), against the table as it is. A named one keeps the
+    // generic plan of its connection's first calls; made while jobs was near empty, it scanned the whole table for
+    // the batch's flow keys and walked every running job per row, and a table that grew without new statistics
+    // (autovacuum off, or not round yet) kept it: 27-55 ms per 50-job completion beside 50,000 jobs against 4-6.
     text: COMPLETE_ATTEMPTS,
     values: params[0]!.map((_, i) => params.map((p) => p[i])),
   });
