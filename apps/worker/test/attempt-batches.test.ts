@@ -178,6 +178,34 @@ describe("batched completions", () => {
     expect(rows.every((r) => r.in_flight === 0)).toBe(true);
   });
 
+  it("a late completion that waits on jobs the reaper has locked does not deadlock the reaper's settlement of their key", { timeout: 30_000 }, async () => {
+    // The reaper locks lost attempts' jobs, then settles them (their key's counter moves). A worker's completion
+    // of the same jobs arriving in between waits for their rows; it must not hold the key's counter meanwhile,
+    // or the settlement waits for it in turn and Postgres fails one of the two as a deadlock.
+    const rows = await dispatchedJobs(2, () => "k");
+    const started = await sql.startAttempts(pool, rows, { workerId: "w1", leaseMs: 1 });
+    await new Promise((r) => setTimeout(r, 20));
+    const reaper = await pool.connect();
+    try {
+      await reaper.query("BEGIN");
+      const lost = await sql.lockExpiredLeases(reaper, tenant.shard, 0, 10);
+      expect(lost).toHaveLength(2);
+      const late = sql.completeAttempts(pool, rows.map((r) => success(started.get(r.attemptId)!, r.attemptId)));
+      await waitFor(async () => {
+        const { rows: waiting } = await pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%input AS%'`);
+        return waiting.length > 0;
+      }, { timeoutMs: 5_000 });
+      const settled = await sql.settleExpiredLeases(reaper, lost.map((l) => ({ lease: l, decision: { kind: "retry", dueInMs: 60_000 } })), 0);
+      await reaper.query("COMMIT");
+      expect(settled.size).toBe(2);
+      expect((await late).map((r) => r.won)).toEqual([false, false]);
+    } finally {
+      reaper.release();
+    }
+    const { rows: keys } = await pool.query<{ in_flight: number }>(`SELECT in_flight FROM flow_keys WHERE queue_id = $1 AND key = 'k'`, [tenant.queueId]);
+    expect(keys).toEqual([{ in_flight: 0 }]);
+  });
+
   it("a connection that completed jobs while the table was near empty still reads only its batch's jobs after the table grew", { timeout: 60_000 }, async () => {
     // A plan made once per connection and kept (a named statement's generic plan) would be the one that fit a
     // near-empty jobs table: scans of the whole table, which a table grown without new statistics (autovacuum

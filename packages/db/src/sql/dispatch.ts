@@ -2,7 +2,7 @@
 // dispatched attempts (the durable dispatch record, published by the dispatcher once the claim commits).
 // Callers run these inside a transaction that first passed the shard fence (shardFenceStatement), so a stale leader's claim
 // never commits.
-import { bucketTokens, CLAIM_TIME, KEY_LOCKS_FIRST, keyLocks } from "./flow-keys.js";
+import { bucketTokens, CLAIM_TIME } from "./flow-keys.js";
 import { JOB_STATUS_WRITES, stateLiteral, statusIn } from "./job-status-writes.js";
 import { FENCE_FLOOR } from "./restore-fence.js";
 import type { Queryable } from "./types.js";
@@ -335,11 +335,11 @@ export async function claimDueJobs(
        SELECT j.id FROM jobs j JOIN candidates c ON c.id = j.id
         WHERE ${statusIn("j.status", claim.from)} AND j.due_at <= ${CLAIM_TIME}
           FOR UPDATE OF j SKIP LOCKED
-     ), ${keyed ? `${keyLocks("ARRAY(SELECT id FROM picked)")}, ` : ""}claimed AS (
+     ), claimed AS (
        UPDATE jobs j
           SET status = ${stateLiteral(claim.to.dispatch)}, version = j.version + 1, fencing_token = greatest(j.fencing_token + 1, ${FENCE_FLOOR}),
               current_attempt_id = gen_random_uuid(), updated_at = ${CLAIM_TIME}
-         FROM picked p WHERE j.id = p.id AND ${statusIn("j.status", claim.from)}${keyed ? ` AND ${KEY_LOCKS_FIRST}` : ""}
+         FROM picked p WHERE j.id = p.id AND ${statusIn("j.status", claim.from)}
         RETURNING j.id, j.tenant_id, j.queue_id, j.version, j.fencing_token, j.current_attempt_id AS attempt_id, j.priority, j.due_at,
                   j.dependency_key, j.flow_key, j.attempt_count
      ), ${

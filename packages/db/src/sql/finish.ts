@@ -11,7 +11,7 @@
 // (dropRateLimitedJobs). A running job's cancel is recorded (requestCancelOfRunningJob)
 // and takes effect through its attempt's end.
 import { TERMINAL_STATES, type AttemptOutcome, type JobEvent, type JobState } from "@tick/core";
-import { bucketTokens, CLAIM_TIME, KEY_LOCKS_FIRST, keyLocks } from "./flow-keys.js";
+import { bucketTokens, CLAIM_TIME } from "./flow-keys.js";
 import { DECISION_EVENT, JOB_STATUS_WRITES, stateLiteral, statusIn } from "./job-status-writes.js";
 import type { JobRow } from "./jobs.js";
 import type { ExpiredLease } from "./reaper.js";
@@ -150,12 +150,12 @@ const COMPLETE_ATTEMPTS = endingStatement(
        SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::bigint[], $5::text[], $6::float8[], $7::text[],
                             $8::jsonb[], $9::jsonb[], $10::int[], $11::int[])
          AS r(attempt_id, job_id, version, fencing_token, target, due_in_ms, outcome, error, result, http_status, duration_ms)
-     ), ${keyLocks("$2::uuid[]")}, ended AS (
+     ), ended AS (
        UPDATE jobs j SET status = ${statusAfterAttempt(complete, "r.target")},
               ${columnsAfterAttempt(complete, "r.target", { dueInMs: "r.due_in_ms", error: "r.error", result: "r.result" })}
          FROM input r
         WHERE j.id = r.job_id AND ${statusIn("j.status", complete.from)} AND j.version = r.version AND j.current_attempt_id = r.attempt_id
-          AND j.fencing_token = r.fencing_token AND ${KEY_LOCKS_FIRST}
+          AND j.fencing_token = r.fencing_token
         RETURNING ${endedColumns("j")}, r.attempt_id
      ), attempt AS (
        UPDATE attempts a SET status = CASE WHEN r.target = ${stateLiteral(complete.to.succeed)} THEN 'succeeded'::attempt_status ELSE 'failed'::attempt_status END,
@@ -232,12 +232,11 @@ export async function settleExpiredLeases(db: Queryable, settlements: LeaseSettl
        SELECT d.* FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::job_status[], $5::float8[]) AS d(attempt_id, job_id, version, target, due_in_ms)
          -- Only attempts still running whose lease still ended (the status of an attempt, not of a job).
          JOIN attempts a ON a.id = d.attempt_id AND a.status = 'running' AND a.lease_expires_at < now() - make_interval(secs => $7 / 1000.0)
-     ), ${keyLocks("$2::uuid[]")}, ended AS (
+     ), ended AS (
        UPDATE jobs j SET status = ${statusAfterAttempt(settle, "d.target")},
               ${columnsAfterAttempt(settle, "d.target", { dueInMs: "d.due_in_ms", error: "$6" })}
          FROM decided d
         WHERE j.id = d.job_id AND j.version = d.version AND ${statusIn("j.status", settle.from)} AND j.current_attempt_id = d.attempt_id
-          AND ${KEY_LOCKS_FIRST}
         RETURNING ${endedColumns("j")}, d.attempt_id
      ), lost AS (
        UPDATE attempts a SET status = 'lease_expired', finished_at = now(), outcome = 'lease_expired', error = $6

@@ -20,26 +20,6 @@ export function bucketTokens(b: string, limit: string, periodMs: string, at: str
   return `least(${limit}::float8, coalesce(${b}.tokens, ${limit}) + extract(epoch FROM ${at} - coalesce(${b}.tokens_at, ${at}))::float8 * 1000.0 * ${limit} / ${periodMs})`;
 }
 
-/**
- * Locks the in-flight counter rows (flow_keys) of the keyed jobs among `jobIds` (an SQL expression, a uuid[] or a
- * subquery) in key order, as the CTE `key_locks`; `KEY_LOCKS_FIRST`, added to the statement's jobs UPDATE, makes it
- * run before the first job row changes. The counters are kept by a statement trigger on jobs (flow_key_in_flight),
- * which writes each key's row once at the end of the statement; locked in key order first, a statement waits for
- * another before it holds anything the other needs (two batches moving jobs of the same keys never wait on each
- * other's rows in opposite orders, a deadlock the server breaks by failing one of them). Used by every statement that moves many keyed jobs in or out of flight: the claim, the worker's
- * completion batch and the reaper's settlement.
- */
-export function keyLocks(jobIds: string): string {
-  return `key_locks AS (
-       SELECT f.queue_id FROM flow_keys f
-        WHERE (f.queue_id, f.key) IN (SELECT k.queue_id, k.flow_key FROM jobs k WHERE k.id = ANY(${jobIds}) AND k.flow_key IS NOT NULL)
-        ORDER BY f.queue_id, f.key
-        FOR UPDATE OF f
-     )`;
-}
-/** An uncorrelated subquery in the jobs UPDATE's WHERE: evaluated once, before any row is updated. */
-export const KEY_LOCKS_FIRST = "(SELECT count(*) FROM key_locks) >= 0";
-
 export interface FlowKeyRow {
   key: string;
   due: number;
