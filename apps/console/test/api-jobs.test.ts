@@ -223,16 +223,22 @@ describe("POST /api/v1/jobs/batch", () => {
           { ...jobBody({ priority: 1 }), idempotencyKey: "batch-1" },
           { ...jobBody(), idempotencyKey: 7 },
           jobBody(),
+          // A URL is checked once per request: every item that names a refused one is refused, as target or as callback.
+          { ...jobBody({ target: { url: "http://10.0.0.1/" } }) },
+          { ...jobBody(), callbackUrl: "http://10.0.0.1/" },
         ],
       },
     });
     expect(res.status).toBe(200);
     if (!res.ok) throw new Error("expected success");
     const results = res.body.results;
-    expect(results.map((r) => r.index)).toEqual([0, 1, 2, 3, 4, 5, 6]);
-    expect(results.map((r) => r.status)).toEqual([201, 200, 422, 422, 422, 422, 201]);
+    expect(results.map((r) => r.index)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(results.map((r) => r.status)).toEqual([201, 200, 422, 422, 422, 422, 201, 422, 422]);
     expect(results[1]!.job!.id).toBe(results[0]!.job!.id);
     expect(results[2]!.error!.type).toBe(problemType("target-not-allowed"));
+    expect(results[7]!.error!.type).toBe(problemType("target-not-allowed"));
+    expect(results[8]!.error!.type).toBe(problemType("target-not-allowed"));
+    expect(results[8]!.error!.detail).toMatch(/^callbackUrl: /);
     expect(results[4]!.error!.type).toBe(problemType("idempotency-key-reused"));
     expect(await suite.h.prisma.job.count({ where: { tenantId: suite.a.id, idempotencyKey: "batch-1" } })).toBe(1);
   });

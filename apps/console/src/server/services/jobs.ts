@@ -68,8 +68,16 @@ export async function createJobs(
   const tenant = principal.tenant;
   const outcomes = new Array<CreateOutcome | undefined>(items.length);
 
-  // 1. Validate each item and check its URLs (no I/O against the database yet).
+  // 1. Validate each item and check its URLs (no I/O against the database yet). A URL is checked once per call
+  // (its host resolved once): the items of a batch mostly share their targets.
   const prepared: Prepared[] = [];
+  const targetChecks = new Map<string, Promise<void>>();
+  const checkTarget = (url: string, field: string) => {
+    const key = `${field} ${url}`;
+    let check = targetChecks.get(key);
+    if (!check) targetChecks.set(key, (check = assertTargetAllowed(url, field, deps.allowedCidrs)));
+    return check;
+  };
   await Promise.all(
     items.map(async (item, index) => {
       if (item.invalid) {
@@ -82,8 +90,8 @@ export async function createJobs(
         return;
       }
       try {
-        await assertTargetAllowed(parsed.data.target.url, "target.url", deps.allowedCidrs);
-        if (parsed.data.callbackUrl) await assertTargetAllowed(parsed.data.callbackUrl, "callbackUrl", deps.allowedCidrs);
+        await checkTarget(parsed.data.target.url, "target.url");
+        if (parsed.data.callbackUrl) await checkTarget(parsed.data.callbackUrl, "callbackUrl");
       } catch (err) {
         outcomes[index] = failure(err);
         return;
