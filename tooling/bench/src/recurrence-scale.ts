@@ -118,20 +118,27 @@ export async function recurrenceScale(ctx: Context, n: number): Promise<Recurren
         let doneAt = 0;
         let pending = 0;
         let lastLog = Date.now();
+        // Polled every 100 ms by probing each shard's due index (the scheduler's own); the count, which reads every
+        // schedule left (24 ms a call at 100,000, a fifth of a core at this pace), only for the progress line.
+        const count = async () =>
+          (await cluster.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM schedules WHERE NOT paused AND next_fire_at <= $1`, [dueAt])).rows[0]!.n;
         for (;;) {
-          const { rows } = await cluster.pool.query<{ now: Date; pending: number }>(
-            `SELECT now() AS now, count(*)::int AS pending FROM schedules WHERE NOT paused AND next_fire_at <= $1`,
+          const { rows } = await cluster.pool.query<{ now: Date; left: boolean }>(
+            `SELECT now() AS now, EXISTS (
+               SELECT 1 FROM (SELECT DISTINCT shard FROM tenants) t
+                WHERE EXISTS (SELECT 1 FROM schedules s WHERE s.shard = t.shard AND NOT s.paused AND s.next_fire_at IS NOT NULL AND s.next_fire_at <= $1)
+             ) AS left`,
             [dueAt],
           );
           doneAt = rows[0]!.now.getTime();
-          pending = rows[0]!.pending;
-          if (pending === 0) break;
+          if (!rows[0]!.left) break;
           if (doneAt > from + budgetMs) {
-            ctx.log(`  ${label}: ${rows[0]!.pending} schedules still not taken ${budgetMs / 1000} s after they were due; stopped waiting`);
+            pending = await count();
+            ctx.log(`  ${label}: ${pending} schedules still not taken ${budgetMs / 1000} s after they were due; stopped waiting`);
             break;
           }
           if (Date.now() - lastLog > 5_000) {
-            ctx.log(`  recurrence ${label}: ${rows[0]!.pending} schedules not yet taken`);
+            ctx.log(`  recurrence ${label}: ${await count()} schedules not yet taken`);
             lastLog = Date.now();
           }
           await new Promise((r) => setTimeout(r, 100));
