@@ -254,6 +254,54 @@ describe("POST /api/v1/jobs/batch", () => {
     expect(await suite.h.prisma.job.count({ where: { tenantId: tenant.id } })).toBe(1000);
   });
 
+  it("answers keys used before from their jobs, and takes a key past its window again", async () => {
+    const tenant = await suite.h.createTenant();
+    const client = suite.h.client(tenant.apiKey);
+    const first = await client.call("createJobsBatch", {
+      body: { jobs: ["used-1", "used-2", "used-3"].map((idempotencyKey) => ({ ...jobBody(), idempotencyKey })) },
+    });
+    if (!first.ok) throw new Error("expected success");
+    const pool = createPool(suite.h.db.url, { max: 1 });
+    try {
+      await pool.query(`UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE tenant_id = $1 AND key = 'used-3'`, [tenant.id]);
+    } finally {
+      await pool.end();
+    }
+    const res = await client.call("createJobsBatch", {
+      body: {
+        jobs: [
+          { ...jobBody(), idempotencyKey: "used-1" },
+          { ...jobBody({ priority: 9 }), idempotencyKey: "used-2" },
+          { ...jobBody(), idempotencyKey: "used-3" },
+          { ...jobBody(), idempotencyKey: "new-1" },
+          { ...jobBody(), idempotencyKey: "new-1" },
+        ],
+      },
+    });
+    if (!res.ok) throw new Error("expected success");
+    const results = res.body.results;
+    expect(results.map((r) => r.status)).toEqual([200, 422, 201, 201, 200]);
+    expect(results[0]!.job!.id).toBe(first.body.results[0]!.job!.id);
+    expect(results[1]!.error!.type).toBe(problemType("idempotency-key-reused"));
+    expect(results[2]!.job!.id).not.toBe(first.body.results[2]!.job!.id);
+    expect(results[4]!.job!.id).toBe(results[3]!.job!.id);
+    expect(await suite.h.prisma.job.count({ where: { tenantId: tenant.id } })).toBe(5);
+  });
+
+  it("does not count replays against the pending-job quota", async () => {
+    const small = await suite.h.createTenant({ maxPendingJobs: 3 });
+    const client = suite.h.client(small.apiKey);
+    const first = await client.call("createJobsBatch", { body: { jobs: ["q-1", "q-2"].map((idempotencyKey) => ({ ...jobBody(), idempotencyKey })) } });
+    if (!first.ok) throw new Error("expected success");
+    const res = await client.call("createJobsBatch", {
+      body: { jobs: ["q-1", "q-2", "q-3", "q-4"].map((idempotencyKey) => ({ ...jobBody(), idempotencyKey })) },
+    });
+    if (!res.ok) throw new Error("expected success");
+    expect(res.body.results.map((r) => r.status)).toEqual([200, 200, 201, 429]);
+    expect(res.body.results[3]!.error!.type).toBe(problemType("quota-exceeded"));
+    expect(await suite.h.prisma.job.count({ where: { tenantId: small.id } })).toBe(3);
+  });
+
   it("refuses more than 1,000 jobs", async () => {
     const res = await suite.h.client(suite.a.apiKey).call("createJobsBatch", { body: { jobs: Array.from({ length: 1001 }, () => jobBody()) } });
     expect(res.status).toBe(422);

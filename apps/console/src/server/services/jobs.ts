@@ -211,11 +211,21 @@ async function resolveInTransaction(
     return decision === "replay" || decision === "conflict";
   };
 
-  // Replays first: they neither count against the quota nor insert anything.
-  const stored = byKey(await sql.findJobsByIdempotencyKeys(client, tenant.id, keys));
-  let fresh = items.filter((p) => !settled(stored, p));
-  // Keys past their window are released so this request can take them (the insert's ON CONFLICT decides).
-  if (releasable.length) await sql.releaseExpiredIdempotencyKeys(client, tenant.id, [...new Set(releasable)]);
+  // Pending-job quota, counted in Postgres so it holds even when Redis is down.
+  const pending = await sql.countPendingJobs(client, tenant.id, tenant.maxPendingJobs + 1);
+  let room = Math.max(0, tenant.maxPendingJobs - pending);
+  // Replays neither count against the quota nor insert anything, so they are settled first when the quota could
+  // refuse some of the items, and for debounced items (their windows are decided before any insert). Otherwise
+  // the insert goes first and decides (a key taken before makes its item's row a no-op), and only the items it
+  // did not create are looked up: one statement less for the usual request, whose keys are new.
+  const replaysFirst = items.length > room || items.some((p) => p.job.debounce);
+  let fresh = items;
+  if (replaysFirst) {
+    const stored = byKey(await sql.findJobsByIdempotencyKeys(client, tenant.id, keys));
+    fresh = items.filter((p) => !settled(stored, p));
+    // Keys past their window are released so this request can take them (the insert's ON CONFLICT decides).
+    if (releasable.length) await sql.releaseExpiredIdempotencyKeys(client, tenant.id, [...new Set(releasable.splice(0))]);
+  }
   fresh = fresh.filter((p) => {
     if (queueByName.has(p.job.queue)) return true;
     outcomes[p.index] = failure(
@@ -224,10 +234,6 @@ async function resolveInTransaction(
     return false;
   });
   if (!fresh.length) return;
-
-  // Pending-job quota, counted in Postgres so it holds even when Redis is down.
-  const pending = await sql.countPendingJobs(client, tenant.id, tenant.maxPendingJobs + 1);
-  let room = Math.max(0, tenant.maxPendingJobs - pending);
   const overQuota = () =>
     failure(new AppError("quota_exceeded", `The tenant already has ${pending} unfinished jobs (limit ${tenant.maxPendingJobs}).`, { retryAfterSeconds: 30 }));
   // The request's trace, or a new one per job: made here from a pooled random buffer, cheaper than the
@@ -257,39 +263,52 @@ async function resolveInTransaction(
   fresh = fresh.slice(0, room);
   if (!fresh.length && !lostKeys.length) return;
 
-  const ids = new Map<Prepared, string>(fresh.map((p) => [p, randomUUID()]));
-  const newJobs = fresh.map((p) => {
-    const q = queueByName.get(p.job.queue)!;
-    const j = p.job;
-    return {
-      id: ids.get(p)!,
-      queue_id: q.id,
-      run_at: j.runAt ?? null,
-      delay_ms: j.delayMs ?? 0,
-      expires_at: j.expiresAt ?? null,
-      idempotency_key: p.key,
-      request_hash: p.key ? p.hash : null,
-      // What the job does: the rule a schedule's occurrences follow too (@tick/db's job-template.ts).
-      ...sql.jobColumnsFromTemplate(j, q),
-      ...traceOf(p),
-    };
-  });
-  const inserted = newJobs.length ? await sql.insertJobs(client, tenant, newJobs, deps.idempotencyTtlMs) : [];
-  const insertedById = new Map(inserted.map((r) => [r.id, r]));
-  const lost: Prepared[] = [...lostKeys];
-  for (const p of fresh) {
-    const row = insertedById.get(ids.get(p)!);
-    if (row) outcomes[p.index] = { status: 201, job: jobView(row, p.job.queue), replayed: false };
-    else lost.push(p); // a concurrent request (or an earlier item of this batch) took the key first
-  }
-  if (lost.length) {
-    const winners = byKey(await sql.findJobsByIdempotencyKeys(client, tenant.id, lost.map((p) => p.key!)));
-    for (const p of lost) {
-      if (!settled(winners, p)) {
-        outcomes[p.index] = failure(new AppError("conflict", "The job could not be created; retry the request."));
-      }
+  /** Inserts the items; those whose key was already taken come back (by a concurrent request, an earlier item of
+   *  this batch, or any request before when the insert went first). */
+  const insert = async (batch: Prepared[]): Promise<Prepared[]> => {
+    if (!batch.length) return [];
+    const ids = new Map<Prepared, string>(batch.map((p) => [p, randomUUID()]));
+    const newJobs = batch.map((p) => {
+      const q = queueByName.get(p.job.queue)!;
+      const j = p.job;
+      return {
+        id: ids.get(p)!,
+        queue_id: q.id,
+        run_at: j.runAt ?? null,
+        delay_ms: j.delayMs ?? 0,
+        expires_at: j.expiresAt ?? null,
+        idempotency_key: p.key,
+        request_hash: p.key ? p.hash : null,
+        // What the job does: the rule a schedule's occurrences follow too (@tick/db's job-template.ts).
+        ...sql.jobColumnsFromTemplate(j, q),
+        ...traceOf(p),
+      };
+    });
+    const insertedById = new Map((await sql.insertJobs(client, tenant, newJobs, deps.idempotencyTtlMs)).map((r) => [r.id, r]));
+    const taken: Prepared[] = [];
+    for (const p of batch) {
+      const row = insertedById.get(ids.get(p)!);
+      if (row) outcomes[p.index] = { status: 201, job: jobView(row, p.job.queue), replayed: false };
+      else taken.push(p);
     }
+    return taken;
+  };
+  /** Answers the items whose key another job holds from that job (a replay or a refusal) and returns the others
+   *  (their key's window had passed: `releasable`; or no job holds it any more). */
+  const settleTaken = async (taken: Prepared[]): Promise<Prepared[]> => {
+    if (!taken.length) return [];
+    const holders = byKey(await sql.findJobsByIdempotencyKeys(client, tenant.id, taken.map((p) => p.key!)));
+    return taken.filter((p) => !settled(holders, p));
+  };
+  let unsettled = await settleTaken([...lostKeys, ...(await insert(fresh))]);
+  if (!replaysFirst && releasable.length) {
+    // The insert went first and met keys past their window: released, their items are inserted once more.
+    const released = new Set(releasable.splice(0));
+    await sql.releaseExpiredIdempotencyKeys(client, tenant.id, [...released]);
+    const again = unsettled.filter((p) => released.has(p.key!));
+    unsettled = [...unsettled.filter((p) => !released.has(p.key!)), ...(await settleTaken(await insert(again)))];
   }
+  for (const p of unsettled) outcomes[p.index] = failure(new AppError("conflict", "The job could not be created; retry the request."));
 }
 
 /**
