@@ -11,7 +11,7 @@
 // (dropRateLimitedJobs). A running job's cancel is recorded (requestCancelOfRunningJob)
 // and takes effect through its attempt's end.
 import { TERMINAL_STATES, type AttemptOutcome, type JobEvent, type JobState } from "@tick/core";
-import { bucketTokens, CLAIM_TIME } from "./flow-keys.js";
+import { bucketTokens, CLAIM_TIME, KEY_RATE_LIMIT, KEY_RATE_PERIOD_MS } from "./flow-keys.js";
 import { DECISION_EVENT, JOB_STATUS_WRITES, stateLiteral, statusIn } from "./job-status-writes.js";
 import type { JobRow } from "./jobs.js";
 import type { ExpiredLease } from "./reaper.js";
@@ -331,8 +331,8 @@ export async function dropRateLimitedJobs(db: Queryable, shard: number, tenantId
          JOIN queues q ON q.id = b.queue_id AND q.tenant_id = $2 AND q.per_key_rate_mode = 'drop' AND NOT q.paused
          LEFT JOIN flow_keys fk ON fk.queue_id = b.queue_id AND fk.key = b.key
         WHERE NOT coalesce(fk.paused, false)
-          AND coalesce(fk.rate_limit, q.per_key_rate_limit) IS NOT NULL
-          AND ${bucketTokens("b", "coalesce(fk.rate_limit, q.per_key_rate_limit)", "nullif(CASE WHEN fk.rate_limit IS NOT NULL THEN fk.rate_period_ms ELSE q.per_key_rate_period_ms END, 0)", CLAIM_TIME)} < 1
+          AND ${KEY_RATE_LIMIT} IS NOT NULL
+          AND ${bucketTokens("b", KEY_RATE_LIMIT, `nullif(${KEY_RATE_PERIOD_MS}, 0)`, CLAIM_TIME)} < 1
      ), due AS (
        SELECT j.id FROM empty e CROSS JOIN LATERAL (
          SELECT j.id FROM jobs j

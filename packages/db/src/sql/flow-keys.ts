@@ -13,6 +13,13 @@ import type { Queryable } from "./types.js";
 export const CLAIM_TIME = "statement_timestamp()";
 
 /**
+ * The per-key rate in force for a key, as SQL over its `flow_keys` row `fk` (absent: none) and its queue `q`: an
+ * override that sets a limit brings its own period; otherwise the queue's limit and period.
+ */
+export const KEY_RATE_LIMIT = "coalesce(fk.rate_limit, q.per_key_rate_limit)";
+export const KEY_RATE_PERIOD_MS = "CASE WHEN fk.rate_limit IS NOT NULL THEN fk.rate_period_ms ELSE q.per_key_rate_period_ms END";
+
+/**
  * A key's tokens at `at` (SQL expressions): its bucket `b` (a flow_key_buckets row; none is a full bucket) refilled
  * at `limit` per `periodMs` since it was last spent, never above `limit`.
  */
@@ -75,8 +82,8 @@ const KEYS = `live AS (
        SELECT n.key, coalesce(l.due, 0) AS due, coalesce(l.scheduled, 0) AS scheduled, coalesce(fk.in_flight, 0) AS in_flight,
               l.oldest_due_age_ms, coalesce(fk.paused, false) AS paused,
               coalesce(fk.concurrency, q.per_key_concurrency) AS concurrency,
-              CASE WHEN fk.rate_limit IS NOT NULL THEN fk.rate_limit ELSE q.per_key_rate_limit END AS rate_limit,
-              CASE WHEN fk.rate_limit IS NOT NULL THEN fk.rate_period_ms ELSE q.per_key_rate_period_ms END AS rate_period_ms,
+              ${KEY_RATE_LIMIT} AS rate_limit,
+              ${KEY_RATE_PERIOD_MS} AS rate_period_ms,
               coalesce(fk.weight, 1) AS weight,
               fk.concurrency AS override_concurrency, fk.rate_limit AS override_rate_limit, fk.rate_period_ms AS override_rate_period_ms,
               fk.weight AS override_weight, fk.overridden_at
@@ -244,11 +251,11 @@ export async function waitingFacts(db: Queryable, tenantId: string, jobId: strin
             coalesce(fk.concurrency, q.per_key_concurrency) AS key_cap, coalesce(fk.in_flight, 0) AS key_in_flight,
             coalesce((SELECT array_agg(f.id ORDER BY f.updated_at) FROM (
                SELECT f.id, f.updated_at FROM jobs f WHERE f.queue_id = j.queue_id AND f.flow_key = j.flow_key AND f.status IN ('dispatched', 'running') LIMIT 20) f), '{}') AS key_in_flight_job_ids,
-            CASE WHEN fk.rate_limit IS NOT NULL THEN fk.rate_limit ELSE q.per_key_rate_limit END AS key_rate_limit,
-            CASE WHEN fk.rate_limit IS NOT NULL THEN fk.rate_period_ms ELSE q.per_key_rate_period_ms END AS key_rate_period_ms,
+            ${KEY_RATE_LIMIT} AS key_rate_limit,
+            ${KEY_RATE_PERIOD_MS} AS key_rate_period_ms,
             CASE WHEN b.tokens IS NULL THEN NULL
-                 WHEN coalesce(fk.rate_limit, q.per_key_rate_limit) IS NULL THEN NULL
-                 ELSE ${bucketTokens("b", "coalesce(fk.rate_limit, q.per_key_rate_limit)", "CASE WHEN fk.rate_limit IS NOT NULL THEN fk.rate_period_ms ELSE q.per_key_rate_period_ms END", "now()")}
+                 WHEN ${KEY_RATE_LIMIT} IS NULL THEN NULL
+                 ELSE ${bucketTokens("b", KEY_RATE_LIMIT, KEY_RATE_PERIOD_MS, "now()")}
             END AS key_tokens,
             (SELECT count(*) FROM (SELECT 1 FROM jobs a WHERE a.shard = j.shard AND a.tenant_id = j.tenant_id AND a.status = 'scheduled'
                                      AND a.due_at < j.due_at LIMIT 10001) a)::int AS ahead
@@ -276,7 +283,7 @@ export async function waitingFacts(db: Queryable, tenantId: string, jobId: strin
 export async function pruneIdleFlowKeys(db: Queryable, limit: number): Promise<number> {
   const fullSince = (b: string) =>
     `${b}.tokens_at < now() - make_interval(secs => coalesce((
-       SELECT CASE WHEN fk.rate_limit IS NOT NULL THEN fk.rate_period_ms ELSE q.per_key_rate_period_ms END
+       SELECT ${KEY_RATE_PERIOD_MS}
          FROM queues q LEFT JOIN flow_keys fk ON fk.queue_id = q.id AND fk.key = ${b}.key
         WHERE q.id = ${b}.queue_id), 0) / 1000.0)`;
   const { rows } = await db.query<{ n: number }>(
@@ -314,7 +321,7 @@ export async function flowKeyHolds(db: Queryable): Promise<FlowKeyHold[]> {
        SELECT q.id AS queue_id, k.key,
               coalesce(fk.paused, false) AS paused,
               coalesce(fk.in_flight, 0) >= coalesce(fk.concurrency, q.per_key_concurrency) AS at_cap,
-              b.tokens IS NOT NULL AND ${bucketTokens("b", "coalesce(fk.rate_limit, q.per_key_rate_limit)", "nullif(CASE WHEN fk.rate_limit IS NOT NULL THEN fk.rate_period_ms ELSE q.per_key_rate_period_ms END, 0)", "now()")} < 1 AS over_rate
+              b.tokens IS NOT NULL AND ${bucketTokens("b", KEY_RATE_LIMIT, `nullif(${KEY_RATE_PERIOD_MS}, 0)`, "now()")} < 1 AS over_rate
          FROM (SELECT queue_id, key FROM flow_keys WHERE paused OR in_flight > 0 UNION SELECT queue_id, key FROM flow_key_buckets) k
          JOIN queues q ON q.id = k.queue_id
          LEFT JOIN flow_keys fk ON fk.queue_id = k.queue_id AND fk.key = k.key
