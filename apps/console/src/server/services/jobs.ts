@@ -196,10 +196,17 @@ async function resolveInTransaction(
   const queueName = (queueId: string) => queues.find((q) => q.id === queueId)?.name ?? "";
   const byKey = (rows: (sql.JobRow & { key_expired: boolean; debounced: boolean })[]) => new Map(rows.map((r) => [r.idempotency_key!, r]));
 
-  /** Settles a replay or a conflict against the key's stored job; false when the item is to be created. */
+  /** Keys `settled` found past their window. */
   const releasable: string[] = [];
   /** Items whose Idempotency-Key a concurrent request took first: answered from the key's job below. */
   const lostKeys: Prepared[] = [];
+  /** Releases the keys `settled` found past their window (so this request can take them) and returns them. */
+  const releaseExpired = async (): Promise<Set<string>> => {
+    const released = new Set(releasable.splice(0));
+    if (released.size) await sql.releaseExpiredIdempotencyKeys(client, tenant.id, [...released]);
+    return released;
+  };
+  /** Settles a replay or a conflict against the key's stored job; false when the item is to be created. */
   const settled = (stored: ReturnType<typeof byKey>, p: Prepared): boolean => {
     const row = p.key ? stored.get(p.key) : undefined;
     const decision = decideIdempotency(row && { requestHash: row.request_hash, expired: row.key_expired }, p.hash);
@@ -223,8 +230,8 @@ async function resolveInTransaction(
   if (replaysFirst) {
     const stored = byKey(await sql.findJobsByIdempotencyKeys(client, tenant.id, keys));
     fresh = items.filter((p) => !settled(stored, p));
-    // Keys past their window are released so this request can take them (the insert's ON CONFLICT decides).
-    if (releasable.length) await sql.releaseExpiredIdempotencyKeys(client, tenant.id, [...new Set(releasable.splice(0))]);
+    // The insert's ON CONFLICT decides who takes a released key.
+    await releaseExpired();
   }
   fresh = fresh.filter((p) => {
     if (queueByName.has(p.job.queue)) return true;
@@ -303,8 +310,7 @@ async function resolveInTransaction(
   let unsettled = await settleTaken([...lostKeys, ...(await insert(fresh))]);
   if (!replaysFirst && releasable.length) {
     // The insert went first and met keys past their window: released, their items are inserted once more.
-    const released = new Set(releasable.splice(0));
-    await sql.releaseExpiredIdempotencyKeys(client, tenant.id, [...released]);
+    const released = await releaseExpired();
     const again = unsettled.filter((p) => released.has(p.key!));
     unsettled = [...unsettled.filter((p) => !released.has(p.key!)), ...(await settleTaken(await insert(again)))];
   }
