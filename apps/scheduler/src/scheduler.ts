@@ -281,19 +281,25 @@ export function createScheduler(deps: SchedulerDeps) {
     metrics.dispatchRateLimit.set(rate);
     return held;
   };
-  /** One round over the held shards; `more`: some shard has due work it could not take yet. */
+  /**
+   * One round over the held shards; `more`: some shard has due work it could not take yet, `retryInMs` the
+   * soonest any of those is worth another round (undefined: at once, after the busy interval).
+   */
   const dispatchRound = async () => {
     let claimed = 0;
     let more = false;
+    let retryInMs: number | undefined = Infinity;
     // Only shards with due work (or no built index) get a round: an idle shard costs nothing.
     const visit = new Set(await dueSource.shardsToVisit(held.map((l) => l.shard)));
     for (const lease of held) {
       if (!visit.has(lease.shard)) continue;
       const round = await dispatcher.runShard(lease);
       claimed += round.claimed;
-      more ||= round.more;
+      if (!round.more) continue;
+      more = true;
+      retryInMs = round.retryInMs === undefined || retryInMs === undefined ? undefined : Math.min(retryInMs, round.retryInMs);
     }
-    return { claimed, more };
+    return { claimed, more, retryInMs };
   };
   const dispatchOnce = async () => (await dispatchRound()).claimed;
   /**
@@ -301,8 +307,8 @@ export function createScheduler(deps: SchedulerDeps) {
    * earliest due time the index lists (the poll interval caps it: jobs the index has not heard of yet).
    */
   const dispatchStep = async () => {
-    const { more } = await dispatchRound();
-    if (more) return { nextInMs: config.dispatchBusyIntervalMs ?? 5 };
+    const { more, retryInMs } = await dispatchRound();
+    if (more) return { nextInMs: Math.max(config.dispatchBusyIntervalMs ?? 5, retryInMs ?? 0) };
     // A job that fell due while this round ran (within 50 ms) is taken at once (1 ms: never a hot spin);
     // a tenant listed as due for longer is held by its caps and waits for the poll.
     const untilDue = await dueSource.msUntilNextDue(held.map((l) => l.shard), RECENTLY_DUE_MS);

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { waitFor } from "@tick/testing";
+import { sql } from "@tick/db";
 import { createWorld, statusCounts, type World } from "./harness.js";
 
 let w: World;
@@ -128,6 +129,30 @@ describe("dispatch", () => {
     expect((await statusCounts(w.pool)).dispatched).toBe(25);
   });
 
+  it("looks at a shard whose broker queue is full less and less often while nothing takes from it, and fills it again once something does", async () => {
+    const s = w.startScheduler("s", { maxQueuedPerShard: 25, dispatchBusyIntervalMs: 5 });
+    const t = await w.createTenant();
+    await w.insertJobs(t, 100, { dueInMs: -1_000 });
+    const fullRounds = async () => (await s.metrics.dispatchThrottled.get()).values.filter((v) => v.labels.reason === "queue_full").reduce((n, v) => n + v.value, 0);
+    await s.start();
+    await waitFor(async () => (await statusCounts(w.pool)).dispatched === 25, { timeoutMs: 10_000, description: "the queue filled" });
+    const before = await fullRounds();
+    await new Promise((r) => setTimeout(r, 1_500));
+    // Every 5 ms this would be about 300 rounds; doubling from 5 ms to 250 ms, about a dozen.
+    const rounds = (await fullRounds()) - before;
+    expect(rounds).toBeGreaterThanOrEqual(3);
+    expect(rounds).toBeLessThanOrEqual(20);
+    // Ten leave the broker's backlog (cancelled here; a worker's starts do the same): the shard fills up again within the longest wait.
+    await w.pool.query(
+      `WITH gone AS (
+         UPDATE jobs SET status = 'cancelled', finished_at = now(), current_attempt_id = NULL, version = version + 1
+          WHERE id IN (SELECT id FROM jobs WHERE status = 'dispatched' LIMIT 10) RETURNING id)
+       UPDATE attempts SET status = 'discarded' WHERE job_id IN (SELECT id FROM gone)`,
+    );
+    await waitFor(async () => (await statusCounts(w.pool)).dispatched === 25, { timeoutMs: 2_000, description: "the queue filled again" });
+    await s.pause();
+  });
+
   it("releases 5,000 overdue jobs after downtime no faster than the configured rate", async () => {
     const rate = 1_000;
     const t = await w.createTenant();
@@ -159,5 +184,35 @@ describe("dispatch", () => {
     const results = await s.reapOnce();
     expect(results.reduce((sum, r) => sum + r.expired, 0)).toBe(3);
     expect(await statusCounts(w.pool)).toEqual({ dispatched: 2, expired: 3 });
+  });
+
+  it("the expiry sweep of a shard reads its jobs with a deadline, not its backlog, in a table never analyzed", async () => {
+    const t = await w.createTenant();
+    // A backlog of 50,000 without deadlines in a table never analyzed (autovacuum off, or not round yet).
+    await w.insertJobs(t, 50_000, { dueInMs: -1_000 });
+    await w.insertJobs(t, 2, { dueInMs: 3_600_000, expiresInMs: -1_000 });
+    await w.insertJobs(t, 2, { dueInMs: 3_600_000, expiresInMs: 3_600_000 });
+    const client = await w.pool.connect();
+    try {
+      const sweep = async () => {
+        await client.query("SELECT pg_stat_force_next_flush()");
+        await client.query("BEGIN");
+        const expired = await sql.expireOverdueJobs(client, t.shard, 100);
+        const { rows } = await client.query<{ seq_scan: string; idx_tup_fetch: string }>(
+          `SELECT seq_scan, idx_tup_fetch FROM pg_stat_xact_user_tables WHERE relid = 'jobs'::regclass`,
+        );
+        await client.query("COMMIT");
+        return { expired: expired.length, seqScans: Number(rows[0]!.seq_scan), fetched: Number(rows[0]!.idx_tup_fetch) };
+      };
+      const first = await sweep();
+      expect(first.expired).toBe(2);
+      expect(first.seqScans).toBe(0);
+      expect(first.fetched).toBeLessThan(100);
+      const second = await sweep();
+      expect(second).toEqual({ expired: 0, seqScans: 0, fetched: 0 });
+    } finally {
+      client.release();
+    }
+    expect(await statusCounts(w.pool)).toEqual({ scheduled: 50_002, expired: 2 });
   });
 });

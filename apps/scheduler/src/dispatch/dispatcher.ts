@@ -31,8 +31,18 @@ export interface DispatchRound {
    * whole budget, or the rate limit ran out. The dispatcher comes back soon instead of waiting a poll.
    */
   more: boolean;
+  /** With `more`: the soonest this shard is worth another round (its broker backlog is full); none: at once. */
+  retryInMs?: number;
   perTenant: Map<string, number>;
 }
+
+/**
+ * A shard whose broker backlog is full is looked at again after FULL_BACKOFF_FIRST_MS, then after twice as long
+ * each time it is still full, up to FULL_BACKOFF_MAX_MS. Only a worker taking messages makes room; with none
+ * taking them, a round every busy interval was two queries per shard every 5 ms for nothing.
+ */
+const FULL_BACKOFF_FIRST_MS = 5;
+const FULL_BACKOFF_MAX_MS = 250;
 
 /** Most jobs a round ends per tenant for being over their flow key's rate (the rest go in the next rounds). */
 const DROP_BATCH = 1_000;
@@ -56,6 +66,8 @@ export class Dispatcher {
    * takes a shard over starts each queue's rotation from its first key, which costs one rotation's order, not fairness.
    */
   private readonly keyCursors = new Map<string, Record<string, string>>();
+  /** Per shard whose broker backlog was full at its last round: when to look again, and the wait after that. */
+  private readonly full = new Map<number, { until: number; nextWaitMs: number }>();
 
   constructor(
     private readonly pool: pg.Pool,
@@ -78,14 +90,24 @@ export class Dispatcher {
       this.metrics.dispatchThrottled.inc({ reason: "rate" });
       return { ...round, more: true };
     }
+    const full = this.full.get(lease.shard);
+    const now = Date.now();
+    if (full && now < full.until) return { ...round, more: true, retryInMs: full.until - now };
     // Who is due first (the Redis index answers without touching Postgres): an idle shard costs no query.
     const { tenants: due, mode, generations } = await this.dueSource.find(lease.shard);
     if (due.length === 0) return round;
     // The broker-side backlog, and which due tenants have a rate-limited queue (their claim keeps its rate windows).
     const { queued, rated, keyed, dropping } = await sql.roundFacts(this.pool, lease.shard, due.map((t) => t.tenant_id));
+    if (this.config.maxQueuedPerShard - queued.total <= 0) {
+      this.metrics.dispatchThrottled.inc({ reason: "queue_full" });
+      const waitMs = full?.nextWaitMs ?? FULL_BACKOFF_FIRST_MS;
+      this.full.set(lease.shard, { until: Date.now() + waitMs, nextWaitMs: Math.min(FULL_BACKOFF_MAX_MS, waitMs * 2) });
+      return { ...round, more: true, retryInMs: waitMs };
+    }
+    this.full.delete(lease.shard);
     let budget = Math.min(this.config.batch, this.config.maxQueuedPerShard - queued.total, this.rate.available());
     if (budget <= 0) {
-      this.metrics.dispatchThrottled.inc({ reason: this.config.maxQueuedPerShard - queued.total <= 0 ? "queue_full" : "rate" });
+      this.metrics.dispatchThrottled.inc({ reason: "rate" });
       return { ...round, more: true };
     }
     const initialBudget = budget;
