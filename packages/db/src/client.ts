@@ -19,7 +19,22 @@ export interface PoolOptions {
   /** Fail fast when the database is unreachable instead of queueing callers (S3: answer 503 at once). */
   connectionTimeoutMillis?: number;
   statementTimeoutMillis?: number;
+  /**
+   * Most age of a connection's cached plans (default PLAN_MAX_AGE_MS; 0 keeps them for the connection's life):
+   * a connection taken from the pool whose plans are older is told DISCARD PLANS first, ahead of its caller's
+   * statements. See PLAN_MAX_AGE_MS.
+   */
+  planMaxAgeMs?: number;
 }
+
+/**
+ * A named statement (and a trigger's statements) is planned for good after its first calls on a connection,
+ * with the table sizes of that moment; nothing but new statistics replans it. A plan made while `jobs` was near
+ * empty scans it whole, and a table that grew without an ANALYZE (autovacuum off, or not round yet) keeps paying
+ * for that: 27-55 ms per 50-job completion beside 50,000 jobs, against 4-6 ms. Replanning every few seconds
+ * bounds that to a few seconds and costs each busy connection one planning of its statements per period.
+ */
+export const PLAN_MAX_AGE_MS = 5_000;
 
 /** A raw pg pool for the hot paths (claims, leases, completions), which are plain SQL. */
 export function createPool(databaseUrl: string, options: PoolOptions = {}): pg.Pool {
@@ -36,6 +51,20 @@ export function createPool(databaseUrl: string, options: PoolOptions = {}): pg.P
   });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on("error", () => {});
+  const planMaxAgeMs = options.planMaxAgeMs ?? PLAN_MAX_AGE_MS;
+  if (planMaxAgeMs > 0) {
+    const plannedSince = new WeakMap<pg.PoolClient, number>();
+    // 'acquire' is emitted before the caller gets the client, so this statement is queued ahead of the caller's.
+    pool.on("acquire", (client) => {
+      const now = Date.now();
+      const since = plannedSince.get(client);
+      if (since === undefined) plannedSince.set(client, now);
+      else if (now - since >= planMaxAgeMs) {
+        plannedSince.set(client, now);
+        client.query("DISCARD PLANS").catch(() => {});
+      }
+    });
+  }
   return pool;
 }
 
