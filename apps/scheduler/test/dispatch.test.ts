@@ -129,14 +129,18 @@ describe("dispatch", () => {
     expect((await statusCounts(w.pool)).dispatched).toBe(25);
   });
 
-  it("looks at a shard whose broker queue is full less and less often while nothing takes from it, and fills it again once something does", async () => {
+  it("looks at a shard whose broker queue is full less and less often once nothing has taken from it for a second, and fills it again once something does", async () => {
     const s = w.startScheduler("s", { maxQueuedPerShard: 25, dispatchBusyIntervalMs: 5 });
     const t = await w.createTenant();
     await w.insertJobs(t, 100, { dueInMs: -1_000 });
     const fullRounds = async () => (await s.metrics.dispatchThrottled.get()).values.filter((v) => v.labels.reason === "queue_full").reduce((n, v) => n + v.value, 0);
     await s.start();
     await waitFor(async () => (await statusCounts(w.pool)).dispatched === 25, { timeoutMs: 10_000, description: "the queue filled" });
+    // For its first second without moving, the full queue is looked at every busy interval.
+    const filled = await fullRounds();
+    await new Promise((r) => setTimeout(r, 1_200));
     const before = await fullRounds();
+    expect(before - filled).toBeGreaterThan(50);
     await new Promise((r) => setTimeout(r, 1_500));
     // Every 5 ms this would be about 300 rounds; doubling from 5 ms to 250 ms, about a dozen.
     const rounds = (await fullRounds()) - before;

@@ -37,10 +37,13 @@ export interface DispatchRound {
 }
 
 /**
- * A shard whose broker backlog is full is looked at again after FULL_BACKOFF_FIRST_MS, then after twice as long
- * each time it is still full, up to FULL_BACKOFF_MAX_MS. Only a worker taking messages makes room; with none
- * taking them, a round every busy interval was two queries per shard every 5 ms for nothing.
+ * A shard whose broker backlog is full is looked at again after the busy interval while the backlog moves. Once
+ * it has not moved for STALLED_AFTER_MS (no worker is taking from it: none running, or every one busy), it is
+ * looked at after FULL_BACKOFF_FIRST_MS, then twice as long each time it is still full, up to FULL_BACKOFF_MAX_MS.
+ * Without that, a shard with no worker cost two queries every 5 ms for nothing; waiting on a backlog that workers
+ * are taking from, even 40-80 ms at a time, delayed dispatch enough to bunch a rate-limited key's calls.
  */
+const STALLED_AFTER_MS = 1_000;
 const FULL_BACKOFF_FIRST_MS = 5;
 const FULL_BACKOFF_MAX_MS = 250;
 
@@ -66,8 +69,8 @@ export class Dispatcher {
    * takes a shard over starts each queue's rotation from its first key, which costs one rotation's order, not fairness.
    */
   private readonly keyCursors = new Map<string, Record<string, string>>();
-  /** Per shard whose broker backlog was full at its last round: when to look again, and the wait after that. */
-  private readonly full = new Map<number, { until: number; nextWaitMs: number }>();
+  /** Per shard whose broker backlog was full at its last round: that backlog, since when it has not moved, the wait and when it ends. */
+  private readonly full = new Map<number, { queued: number; since: number; waitMs: number; until: number }>();
 
   constructor(
     private readonly pool: pg.Pool,
@@ -100,9 +103,11 @@ export class Dispatcher {
     const { queued, rated, keyed, dropping } = await sql.roundFacts(this.pool, lease.shard, due.map((t) => t.tenant_id));
     if (this.config.maxQueuedPerShard - queued.total <= 0) {
       this.metrics.dispatchThrottled.inc({ reason: "queue_full" });
-      const waitMs = full?.nextWaitMs ?? FULL_BACKOFF_FIRST_MS;
-      this.full.set(lease.shard, { until: Date.now() + waitMs, nextWaitMs: Math.min(FULL_BACKOFF_MAX_MS, waitMs * 2) });
-      return { ...round, more: true, retryInMs: waitMs };
+      const at = Date.now();
+      const since = full && full.queued === queued.total ? full.since : at;
+      const waitMs = at - since < STALLED_AFTER_MS ? 0 : Math.min(FULL_BACKOFF_MAX_MS, Math.max(FULL_BACKOFF_FIRST_MS, (full?.waitMs ?? 0) * 2));
+      this.full.set(lease.shard, { queued: queued.total, since, waitMs, until: at + waitMs });
+      return { ...round, more: true, ...(waitMs > 0 ? { retryInMs: waitMs } : {}) };
     }
     this.full.delete(lease.shard);
     let budget = Math.min(this.config.batch, this.config.maxQueuedPerShard - queued.total, this.rate.available());
