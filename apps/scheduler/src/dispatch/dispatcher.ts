@@ -37,15 +37,18 @@ export interface DispatchRound {
 }
 
 /**
- * A shard whose broker backlog is full is looked at again after the busy interval while the backlog moves. Once
- * it has not moved for STALLED_AFTER_MS (no worker is taking from it: none running, or every one busy), it is
- * looked at after FULL_BACKOFF_FIRST_MS, then twice as long each time it is still full, up to FULL_BACKOFF_MAX_MS.
- * Without that, a shard with no worker cost two queries every 5 ms for nothing; waiting on a backlog that workers
- * are taking from, even 40-80 ms at a time, delayed dispatch enough to bunch a rate-limited key's calls.
+ * A shard whose broker backlog is full is looked at again after the busy interval while workers may take from it.
+ * When no worker heartbeats (none running), or the backlog has not moved for STALLED_AFTER_MS, it is looked at
+ * after FULL_BACKOFF_FIRST_MS, then twice as long each time it is still full, up to FULL_BACKOFF_MAX_MS. Without
+ * that, a shard nobody takes from cost two queries every 5 ms. Waiting on a backlog that workers take from, even
+ * 40-80 ms at a time, bunched a rate-limited key's calls, and so did waiting after a second without movement at
+ * start-up (cold workers): a run's first second then carried up to twice a key's rate.
  */
-const STALLED_AFTER_MS = 1_000;
+const STALLED_AFTER_MS = 5_000;
 const FULL_BACKOFF_FIRST_MS = 5;
 const FULL_BACKOFF_MAX_MS = 250;
+/** How long an answer to "is any worker alive" is used. */
+const WORKERS_ALIVE_TTL_MS = 1_000;
 
 /** Most jobs a round ends per tenant for being over their flow key's rate (the rest go in the next rounds). */
 const DROP_BATCH = 1_000;
@@ -71,6 +74,7 @@ export class Dispatcher {
   private readonly keyCursors = new Map<string, Record<string, string>>();
   /** Per shard whose broker backlog was full at its last round: that backlog, since when it has not moved, the wait and when it ends. */
   private readonly full = new Map<number, { queued: number; since: number; waitMs: number; until: number }>();
+  private workersAlive: { alive: boolean; at: number } | null = null;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -105,7 +109,8 @@ export class Dispatcher {
       this.metrics.dispatchThrottled.inc({ reason: "queue_full" });
       const at = Date.now();
       const since = full && full.queued === queued.total ? full.since : at;
-      const waitMs = at - since < STALLED_AFTER_MS ? 0 : Math.min(FULL_BACKOFF_MAX_MS, Math.max(FULL_BACKOFF_FIRST_MS, (full?.waitMs ?? 0) * 2));
+      const idle = at - since >= STALLED_AFTER_MS || !(await this.anyWorkerAlive(at));
+      const waitMs = idle ? Math.min(FULL_BACKOFF_MAX_MS, Math.max(FULL_BACKOFF_FIRST_MS, (full?.waitMs ?? 0) * 2)) : 0;
       this.full.set(lease.shard, { queued: queued.total, since, waitMs, until: at + waitMs });
       return { ...round, more: true, ...(waitMs > 0 ? { retryInMs: waitMs } : {}) };
     }
@@ -195,6 +200,14 @@ export class Dispatcher {
     for (const [tenantId, n] of round.perTenant) if (n > 0) this.metrics.dispatched.inc({ shard, tenant: this.metrics.labels.tenant(tenantId, n) }, n);
     round.more = (round.claimed > 0 && round.claimed >= initialBudget) || moreToDrop;
     return round;
+  }
+
+  /** Whether any worker heartbeats, asked at most once per WORKERS_ALIVE_TTL_MS; an error counts as alive (no backoff). */
+  private async anyWorkerAlive(now: number): Promise<boolean> {
+    if (this.workersAlive && now - this.workersAlive.at < WORKERS_ALIVE_TTL_MS) return this.workersAlive.alive;
+    const alive = await sql.anyWorkerAlive(this.pool).catch(() => true);
+    this.workersAlive = { alive, at: now };
+    return alive;
   }
 
   /**

@@ -17,6 +17,12 @@ export async function heartbeatWorkerNode(db: Queryable, id: string, region: str
   );
 }
 
+/** Whether any worker heartbeats (its row not past its expiry, database time). */
+export async function anyWorkerAlive(db: Queryable): Promise<boolean> {
+  const { rows } = await db.query<{ alive: boolean }>(`SELECT EXISTS (SELECT 1 FROM worker_nodes WHERE expires_at > now()) AS alive`);
+  return rows[0]?.alive ?? false;
+}
+
 /** A clean shutdown: the worker leaves the status page at once. */
 export async function removeWorkerNode(db: Queryable, id: string): Promise<void> {
   await db.query(`DELETE FROM worker_nodes WHERE id = $1`, [id]);
