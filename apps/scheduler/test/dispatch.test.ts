@@ -9,6 +9,20 @@ beforeEach(async () => {
 });
 afterEach(async () => w?.close());
 
+/**
+ * A running scheduler whose shard's broker queue (25 at most) is full of the tenant's 100 due jobs, and how many of
+ * its rounds so far found it full.
+ */
+async function fillBrokerQueue() {
+  const s = w.startScheduler("s", { maxQueuedPerShard: 25, dispatchBusyIntervalMs: 5 });
+  const t = await w.createTenant();
+  await w.insertJobs(t, 100, { dueInMs: -1_000 });
+  const fullRounds = async () => (await s.metrics.dispatchThrottled.get()).values.filter((v) => v.labels.reason === "queue_full").reduce((n, v) => n + v.value, 0);
+  await s.start();
+  await waitFor(async () => (await statusCounts(w.pool)).dispatched === 25, { timeoutMs: 10_000, description: "the queue filled" });
+  return { s, fullRounds };
+}
+
 describe("dispatch", () => {
   it("claims due jobs only, into a pending attempt with the next fencing token, and publishes them once the claim commits, in chunks that carry each attempt ID (no outbox row)", async () => {
     const s = w.startScheduler("s");
@@ -130,12 +144,7 @@ describe("dispatch", () => {
   });
 
   it("looks at a shard whose broker queue is full less and less often while no worker is alive, and fills it again once something takes from it", async () => {
-    const s = w.startScheduler("s", { maxQueuedPerShard: 25, dispatchBusyIntervalMs: 5 });
-    const t = await w.createTenant();
-    await w.insertJobs(t, 100, { dueInMs: -1_000 });
-    const fullRounds = async () => (await s.metrics.dispatchThrottled.get()).values.filter((v) => v.labels.reason === "queue_full").reduce((n, v) => n + v.value, 0);
-    await s.start();
-    await waitFor(async () => (await statusCounts(w.pool)).dispatched === 25, { timeoutMs: 10_000, description: "the queue filled" });
+    const { s, fullRounds } = await fillBrokerQueue();
     const before = await fullRounds();
     await new Promise((r) => setTimeout(r, 1_500));
     // Every 5 ms this would be about 300 rounds; doubling from 5 ms to 250 ms, about a dozen.
@@ -157,12 +166,7 @@ describe("dispatch", () => {
     await w.pool.query(
       `INSERT INTO worker_nodes (id, started_at, heartbeat_at, expires_at) VALUES ('worker-1', now(), now(), now() + interval '1 minute')`,
     );
-    const s = w.startScheduler("s", { maxQueuedPerShard: 25, dispatchBusyIntervalMs: 5 });
-    const t = await w.createTenant();
-    await w.insertJobs(t, 100, { dueInMs: -1_000 });
-    const fullRounds = async () => (await s.metrics.dispatchThrottled.get()).values.filter((v) => v.labels.reason === "queue_full").reduce((n, v) => n + v.value, 0);
-    await s.start();
-    await waitFor(async () => (await statusCounts(w.pool)).dispatched === 25, { timeoutMs: 10_000, description: "the queue filled" });
+    const { s, fullRounds } = await fillBrokerQueue();
     const before = await fullRounds();
     await new Promise((r) => setTimeout(r, 1_000));
     // A round every 5 ms (about 200 in a second; fewer on a busy machine), not a dozen.

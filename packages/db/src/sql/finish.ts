@@ -272,20 +272,20 @@ function discardUnstartedAttempts(end: JobState): string {
  */
 export async function expireOverdueJobs(db: Queryable, shard: number, limit: number): Promise<{ id: string; tenant_id: string }[]> {
   const expire = JOB_STATUS_WRITES.expireOverdueJobs;
+  const overdue = `shard = $1 AND expires_at IS NOT NULL AND expires_at <= now() AND ${statusIn("status", expire.from)}`;
   // The reaper sweeps every shard it has work on, and almost never finds a job past its deadline; planning the
   // ending statement costs several milliseconds every time, so a probe on the expiry index asks first.
   const {
     rows: [probe],
   } = await db.query<{ due: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM jobs WHERE shard = $1 AND expires_at IS NOT NULL AND expires_at <= now() AND ${statusIn("status", expire.from)}) AS due`,
+    `SELECT EXISTS (SELECT 1 FROM jobs WHERE ${overdue}) AS due`,
     [shard],
   );
   if (!probe?.due) return [];
   const { rows } = await db.query<{ id: string; tenant_id: string }>(
     endingStatement(
       `due AS (
-       SELECT id FROM jobs
-        WHERE shard = $1 AND expires_at IS NOT NULL AND expires_at <= now() AND ${statusIn("status", expire.from)}
+       SELECT id FROM jobs WHERE ${overdue}
         ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED
      ), ended AS (
        UPDATE jobs j SET status = ${stateLiteral(expire.to.expire)}, version = j.version + 1, finished_at = now(), updated_at = now(),
