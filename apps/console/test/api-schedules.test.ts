@@ -121,6 +121,26 @@ describe("schedules API", () => {
       await pool.end();
     }
   });
+
+  it("deleting a schedule leaves its live occurrence jobs in place, no longer naming it", async () => {
+    const client = suite.h.client(suite.a.apiKey);
+    const schedule = await client.call("createSchedule", { body: { name: "to-delete", cron: "0 3 * * *", timezone: "UTC", job } });
+    if (!schedule.ok) throw new Error(JSON.stringify(schedule.problem));
+    const pool = createPool(suite.h.db.url, { max: 1 });
+    try {
+      const [row] = (await pool.query<sql.ScheduleRow>(`SELECT * FROM schedules WHERE id = $1`, [schedule.body.id])).rows;
+      const id = randomUUID();
+      const at = new Date(Date.now() + 3_600_000);
+      const occurrence = { scheduleId: row!.id, template: row!.job_template, id, dueAt: at, occurrenceAt: at, idempotencyKey: `schedule:${row!.id}:del`, occurrence: { nominal: "del", offsetMinutes: 0 } };
+      expect(await sql.insertOccurrenceJobs(pool, [occurrence], 60_000)).toBe(1);
+      expect((await client.call("deleteSchedule", { params: { id: schedule.body.id } })).status).toBe(200);
+      const job = await client.call("getJob", { params: { id } });
+      if (!job.ok) throw new Error(JSON.stringify(job.problem));
+      expect(job.body).toMatchObject({ id, status: "scheduled", scheduleId: null });
+    } finally {
+      await pool.end();
+    }
+  });
 });
 
 itConformsToOpenApi(suite);

@@ -62,4 +62,14 @@ describe("insertJobs", () => {
     expect(inserted[0]).toEqual(rows.get(other.id));
     expect((await stored([again.id])).size).toBe(0);
   });
+
+  it("refuses a job on another tenant's queue, and deleting a tenant deletes its jobs", async () => {
+    const other = { id: randomUUID(), shard: 3 };
+    const otherQueue = randomUUID();
+    await createTestTenant(pool, { ...other, queueId: otherQueue, weight: 1, admissionRate: 100, admissionBurst: 100, maxPendingJobs: 1000, maxInFlight: 100 });
+    await expect(insertJobs(pool, tenant, [job({ queue_id: otherQueue })], 60_000)).rejects.toMatchObject({ code: "23503", constraint: "jobs_tenant_id_queue_id_fkey" });
+    const [own] = await insertJobs(pool, other, [newTestJob(otherQueue)], 60_000);
+    await pool.query(`DELETE FROM tenants WHERE id = $1`, [other.id]);
+    expect((await stored([own!.id])).size).toBe(0);
+  });
 });

@@ -1,5 +1,6 @@
 // Recurring schedules (S2, S12, S14): the materialiser locks due schedules of a shard, creates their
 // occurrence jobs and advances them, all inside the shard-fenced transaction.
+import { childTraceContext, formatTraceparent } from "@tick/core";
 import { JOB_STATUS_WRITES, stateLiteral } from "./job-status-writes.js";
 import { derivedJobColumns, templateColumnsSql, type JobTemplate } from "./job-template.js";
 import type { Queryable } from "./types.js";
@@ -91,13 +92,13 @@ export async function insertOccurrenceJobs(db: Queryable, jobs: OccurrenceJob[],
   const { rowCount } = await db.query(
     `INSERT INTO jobs (id, tenant_id, queue_id, shard, status, version, due_at, expires_at, idempotency_key, request_hash,
                        idempotency_expires_at, ${OCCURRENCE_TEMPLATE_COLUMNS.columns}, dependency_key, metadata, schedule_id,
-                       occurrence_at, updated_at)
+                       occurrence_at, traceparent, updated_at)
      SELECT x.id, s.tenant_id, q.id, s.shard, ${stateLiteral(JOB_STATUS_WRITES.insertOccurrenceJobs.creates)}, 1, x.due_at,
             CASE WHEN s.job_template->>'expiresAfterMs' IS NULL THEN NULL ELSE x.due_at + make_interval(secs => (s.job_template->>'expiresAfterMs')::float8 / 1000.0) END,
             x.idempotency_key, 'schedule', now() + make_interval(secs => $8 / 1000.0),
-            ${OCCURRENCE_TEMPLATE_COLUMNS.values}, x.dependency_key, x.metadata, s.id, x.occurrence_at, now()
-       FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::timestamptz[], $5::text[], $6::jsonb[], $7::text[])
-              AS x(schedule_id, id, due_at, occurrence_at, idempotency_key, metadata, dependency_key)
+            ${OCCURRENCE_TEMPLATE_COLUMNS.values}, x.dependency_key, x.metadata, s.id, x.occurrence_at, x.traceparent, now()
+       FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::timestamptz[], $5::text[], $6::jsonb[], $7::text[], $9::text[])
+              AS x(schedule_id, id, due_at, occurrence_at, idempotency_key, metadata, dependency_key, traceparent)
        JOIN schedules s ON s.id = x.schedule_id
        JOIN queues q ON q.id = s.queue_id
      ON CONFLICT DO NOTHING`,
@@ -110,6 +111,9 @@ export async function insertOccurrenceJobs(db: Queryable, jobs: OccurrenceJob[],
       jobs.map((j) => JSON.stringify({ ...derive(j.template).metadata, occurrence: j.occurrence })),
       jobs.map((j) => derive(j.template).dependency_key),
       idempotencyTtlMs,
+      // Each occurrence starts a trace of its own. Composed here, not by the column's default (new_traceparent(),
+      // about 7 µs a row in SQL against well under 1 in TypeScript).
+      jobs.map(() => formatTraceparent(childTraceContext(null))),
     ],
   );
   return rowCount ?? 0;

@@ -181,6 +181,9 @@ export async function deleteSchedule({ prisma }: TenantServiceDeps, principal: A
   const current = await load(prisma, principal.tenant.id, id);
   await prismaTransaction(prisma, async (tx) => {
     await tx.schedule.delete({ where: { id } });
+    // Its live occurrence jobs stop naming it (they keep running; history keeps the id). After the delete, which
+    // waited for any materialiser holding the row, so no occurrence it commits is missed.
+    await tx.job.updateMany({ where: { tenantId: principal.tenant.id, scheduleId: id }, data: { scheduleId: null } });
     await writeAudit(tx, { ...auditActor(principal), action: "schedule.deleted", targetType: "schedule", targetId: id, details: { name: current.name } });
   });
   return scheduleView(current);
