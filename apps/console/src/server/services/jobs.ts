@@ -244,7 +244,7 @@ async function resolveInTransaction(
   const overQuota = () =>
     failure(new AppError("quota_exceeded", `The tenant already has ${pending} unfinished jobs (limit ${tenant.maxPendingJobs}).`, { retryAfterSeconds: 30 }));
   // The request's trace, or a new one per job: made here from a pooled random buffer, cheaper than the
-  // column's default (two gen_random_uuid() a row), which serves the other inserts (schedule occurrences).
+  // column's default (two gen_random_uuid() a row), which serves only inserts that name no trace.
   const requestTrace = trace ? { traceparent: formatTraceparent(trace), tracestate: trace.traceState ?? null } : null;
   const traceOf = (p: Prepared) => {
     if (p.trace === undefined && requestTrace) return requestTrace;
