@@ -114,6 +114,7 @@ describe("queue figures in the list", () => {
     const again = await clientA.call("listQueues", {});
     if (!again.ok) throw new Error("expected success");
     expect(again.body.data[1]!.stats).toMatchObject({ due: 3, scheduled: 7, inFlight: 3 });
+    expect(again.body.data[1]!.stats.oldestDueAgeMs).toBeLessThan(70_000);
   });
 });
 
