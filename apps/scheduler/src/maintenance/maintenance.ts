@@ -127,6 +127,9 @@ export class Maintenance {
       results[at]!.prunedJobs = pruned.prunedJobs;
       results[at]!.refused ||= pruned.refused;
     }
+    // The held shards' tenants' live-job counts, folded to one row each so the quota's read stays short. Not
+    // fenced: a fold is exact whoever runs it, even two at once (sql.compactLiveJobCounts).
+    if (held.length) this.count("live_job_counts_folded", await sql.compactLiveJobCounts(this.pool, held.map((l) => l.shard), this.config.batch));
     // The deployment-wide part: whoever holds shard 0 (one scheduler at a time, fenced by that lease).
     const lowest = held.find((l) => l.shard === 0);
     if (lowest) await this.runGlobal(lowest);

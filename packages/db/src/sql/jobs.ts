@@ -4,7 +4,6 @@ import type { JobState } from "@tick/core";
 import { JOB_STATUS_WRITES, stateLiteral } from "./job-status-writes.js";
 import type { JobTemplateColumns, QueueDefaults } from "./job-template.js";
 import { ATTEMPTS_ALL, JOBS_ALL } from "./lifecycle.js";
-import { liveJobsOfTenant } from "./live-jobs.js";
 import type { Queryable } from "./types.js";
 
 export interface JobRow {
@@ -231,15 +230,37 @@ export async function findQueuesByName(db: Queryable, tenantId: string, names: s
 }
 
 /**
- * Jobs not yet finished, counted only up to `limit` (the quota plus one), so the check costs at most
- * the quota's worth of index entries however large the backlog.
+ * The tenant's jobs not yet finished (scheduled, dispatched, running), in the caller's snapshot: the sum of its
+ * rows in tenant_live_job_counts, which triggers on jobs keep (a handful of rows after the maintenance folds them,
+ * whatever the backlog).
  */
-export async function countPendingJobs(db: Queryable, tenantId: string, limit: number): Promise<number> {
+export async function countPendingJobs(db: Queryable, tenantId: string): Promise<number> {
   const { rows } = await db.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM (
-       SELECT 1 FROM jobs WHERE ${liveJobsOfTenant("$1")} LIMIT $2
-     ) pending`,
-    [tenantId, limit],
+    `SELECT coalesce(sum(n), 0)::int AS n FROM tenant_live_job_counts
+      WHERE shard = (SELECT shard FROM tenants WHERE id = $1) AND tenant_id = $1`,
+    [tenantId],
+  );
+  return rows[0]!.n;
+}
+
+/**
+ * Folds the live-job counts (tenant_live_job_counts) of these shards' tenants into one row per tenant, at most
+ * `batch` tenants per call, dropping the tenants whose sum is 0; returns the rows deleted. Safe beside any writer
+ * and any other fold: a fold deletes the rows its snapshot sees and inserts their sum in the same statement, so a
+ * concurrent fold of the same rows finds them gone and adds nothing.
+ */
+export async function compactLiveJobCounts(db: Queryable, shards: readonly number[], batch: number): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `WITH busy AS (
+       SELECT shard, tenant_id FROM tenant_live_job_counts WHERE shard = ANY($1::int[]) GROUP BY shard, tenant_id HAVING count(*) > 1 LIMIT $2
+     ), gone AS (
+       DELETE FROM tenant_live_job_counts c USING busy b WHERE c.shard = b.shard AND c.tenant_id = b.tenant_id RETURNING c.shard, c.tenant_id, c.n
+     ), folded AS (
+       INSERT INTO tenant_live_job_counts (shard, tenant_id, n)
+       SELECT shard, tenant_id, sum(n) FROM gone GROUP BY shard, tenant_id HAVING sum(n) <> 0
+     )
+     SELECT count(*)::int AS n FROM gone`,
+    [shards, batch],
   );
   return rows[0]!.n;
 }

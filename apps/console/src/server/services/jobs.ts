@@ -219,7 +219,7 @@ async function resolveInTransaction(
   };
 
   // Pending-job quota, counted in Postgres so it holds even when Redis is down.
-  const pending = await sql.countPendingJobs(client, tenant.id, tenant.maxPendingJobs + 1);
+  const pending = await sql.countPendingJobs(client, tenant.id);
   let room = Math.max(0, tenant.maxPendingJobs - pending);
   // Replays neither count against the quota nor insert anything, so they are settled first when the quota could
   // refuse some of the items, and for debounced items (their windows are decided before any insert). Otherwise

@@ -1,0 +1,146 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type pg from "pg";
+import { createPool } from "../client.js";
+import { createTestDatabase, createTestTenant, newTestJob, testServerUrl, type TestDatabase, type TestTenant } from "../testing.js";
+import { compactLiveJobCounts, countPendingJobs, insertJobs } from "./jobs.js";
+
+// The pending-job quota reads a tenant's live jobs as the sum of its rows in tenant_live_job_counts, which
+// statement triggers on jobs append to. These tests hold that sum equal to a count of the tenant's live jobs
+// after every kind of write to jobs, folds included, and under concurrent writers and folds.
+let db: TestDatabase;
+let pool: pg.Pool;
+let a: TestTenant;
+let b: TestTenant;
+
+beforeAll(async () => {
+  db = await createTestDatabase(testServerUrl());
+  pool = createPool(db.url, { max: 8 });
+  a = await createTestTenant(pool, { shard: 2 });
+  b = await createTestTenant(pool, { shard: 5 });
+});
+afterAll(async () => {
+  await pool?.end();
+  await db?.drop();
+});
+
+const insert = (t: TestTenant, n: number) =>
+  insertJobs(pool, t, Array.from({ length: n }, () => newTestJob(t.queueId)), 60_000).then((rows) => rows.map((r) => r.id));
+
+/** A count of the tenant's live jobs, read from the jobs themselves. */
+const liveJobs = async (t: TestTenant): Promise<number> =>
+  (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs WHERE tenant_id = $1 AND status IN ('scheduled', 'dispatched', 'running')`, [t.id])).rows[0]!.n;
+
+const countRows = async (t: TestTenant): Promise<number> =>
+  (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM tenant_live_job_counts WHERE tenant_id = $1`, [t.id])).rows[0]!.n;
+
+const expectExact = async () => {
+  for (const t of [a, b]) expect(await countPendingJobs(pool, t.id)).toBe(await liveJobs(t));
+};
+
+const setStatus = (ids: string[], status: string) =>
+  pool.query(`UPDATE jobs SET status = $2::job_status, updated_at = now() WHERE id = ANY($1::uuid[])`, [ids, status]);
+
+describe("the live-job counts behind the pending-job quota", () => {
+  it("follow creates, every move in and out of scheduled, dispatched and running, deletes and truncation", async () => {
+    const ids = await insert(a, 12);
+    const idsB = await insert(b, 5);
+    expect(await countPendingJobs(pool, a.id)).toBe(12);
+    expect(await countPendingJobs(pool, b.id)).toBe(5);
+
+    // Moves between live states change nothing; finishes subtract; one statement across both tenants.
+    await setStatus(ids.slice(0, 6), "dispatched");
+    await setStatus(ids.slice(0, 3), "running");
+    await expectExact();
+    await setStatus([...ids.slice(0, 2), idsB[0]!], "succeeded");
+    await setStatus([ids[2]!, ids[3]!], "dead");
+    await setStatus([ids[4]!], "cancelled");
+    await setStatus([ids[5]!, idsB[1]!], "expired");
+    expect(await countPendingJobs(pool, a.id)).toBe(6);
+    expect(await countPendingJobs(pool, b.id)).toBe(3);
+    // A replay puts a dead job back; a statement that both finishes and revives nets out.
+    await setStatus([ids[2]!], "scheduled");
+    await pool.query(
+      `UPDATE jobs SET status = CASE WHEN id = $1 THEN 'scheduled'::job_status ELSE 'succeeded'::job_status END WHERE id = ANY($2::uuid[])`,
+      [ids[3], [ids[3], ids[6]]],
+    );
+    await expectExact();
+    expect(await countPendingJobs(pool, a.id)).toBe(7);
+
+    // Deleting live and finished jobs (a move to history deletes only finished ones).
+    await pool.query(`DELETE FROM jobs WHERE id = ANY($1::uuid[])`, [[ids[0], ids[7], ids[8]]]);
+    await expectExact();
+    expect(await countPendingJobs(pool, a.id)).toBe(5);
+
+    await pool.query(`TRUNCATE jobs CASCADE`);
+    expect(await countPendingJobs(pool, a.id)).toBe(0);
+    expect((await pool.query(`SELECT 1 FROM tenant_live_job_counts`)).rowCount).toBe(0);
+  });
+
+  it("fold to one row per tenant with the same sum, and to none when the sum is 0", async () => {
+    const ids = await insert(a, 4);
+    await insert(a, 3);
+    await insert(b, 2);
+    await setStatus(ids.slice(0, 1), "succeeded");
+    const idsB = await insert(b, 1);
+    await setStatus(idsB, "succeeded");
+    expect(await countRows(a)).toBe(3);
+    // Only the shards named are folded.
+    expect(await compactLiveJobCounts(pool, [a.shard], 1_000)).toBe(3);
+    expect(await countRows(a)).toBe(1);
+    expect(await countRows(b)).toBe(3);
+    expect(await countPendingJobs(pool, a.id)).toBe(6);
+    expect(await compactLiveJobCounts(pool, [a.shard, b.shard], 1_000)).toBe(3);
+    expect(await countRows(b)).toBe(1);
+    await expectExact();
+    // Nothing to fold: nothing deleted.
+    expect(await compactLiveJobCounts(pool, [a.shard, b.shard], 1_000)).toBe(0);
+
+    await pool.query(`UPDATE jobs SET status = 'succeeded' WHERE tenant_id = $1`, [b.id]);
+    await compactLiveJobCounts(pool, [b.shard], 1_000);
+    expect(await countRows(b)).toBe(0);
+    expect(await countPendingJobs(pool, b.id)).toBe(0);
+  });
+
+  it("stay exact under concurrent creates, finishes and folds", async () => {
+    const writer = async (t: TestTenant, rounds: number) => {
+      for (let i = 0; i < rounds; i++) {
+        const ids = await insert(t, 1 + (i % 7));
+        // Finish some in their own transaction, some together with a create of the other tenant's.
+        if (i % 3 === 0) await setStatus(ids.slice(0, 2), "succeeded");
+        else {
+          const client = await pool.connect();
+          try {
+            await client.query("BEGIN");
+            await client.query(`UPDATE jobs SET status = 'dead' WHERE id = $1`, [ids[0]]);
+            await insertJobs(client, t === a ? b : a, [newTestJob((t === a ? b : a).queueId)], 60_000);
+            await client.query(i % 5 === 0 ? "ROLLBACK" : "COMMIT");
+          } finally {
+            client.release();
+          }
+        }
+      }
+    };
+    let folding = true;
+    const folder = async () => {
+      while (folding) await compactLiveJobCounts(pool, [a.shard, b.shard], 1_000);
+    };
+    const folders = [folder(), folder()];
+    await Promise.all([writer(a, 60), writer(b, 60), writer(a, 60)]);
+    folding = false;
+    await Promise.all(folders);
+    await expectExact();
+    await compactLiveJobCounts(pool, [a.shard, b.shard], 1_000);
+    expect(await countRows(a)).toBe(1);
+    await expectExact();
+  });
+
+  it("follow a tenant's deletion to 0", async () => {
+    const c = await createTestTenant(pool, { shard: 2 });
+    await insert(c, 3);
+    await pool.query(`DELETE FROM tenants WHERE id = $1`, [c.id]);
+    expect((await pool.query<{ n: number }>(`SELECT coalesce(sum(n), 0)::int AS n FROM tenant_live_job_counts WHERE tenant_id = $1`, [c.id])).rows[0]!.n).toBe(0);
+    await compactLiveJobCounts(pool, [c.shard], 1_000);
+    expect((await pool.query(`SELECT 1 FROM tenant_live_job_counts WHERE tenant_id = $1`, [c.id])).rowCount).toBe(0);
+  });
+});
