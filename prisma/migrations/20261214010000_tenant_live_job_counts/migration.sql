@@ -66,3 +66,33 @@ SELECT shard, tenant_id, count(*) FROM jobs WHERE status IN ('scheduled', 'dispa
 
 -- Appended to and folded every second: vacuumed and analyzed after 2% of its rows change, as jobs is.
 ALTER TABLE "tenant_live_job_counts" SET (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_insert_scale_factor = 0.02, autovacuum_analyze_scale_factor = 0.02);
+
+-- The flow keys' in-flight trigger returns at once from a statement that moves no keyed job (a queue without flow
+-- keys, the usual burn-down), rather than joining its old and new rows to find none: about half of its 90 us a call.
+CREATE OR REPLACE FUNCTION flow_key_in_flight() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  d record;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM moved_new WHERE flow_key IS NOT NULL) THEN
+    RETURN NULL;
+  END IF;
+  FOR d IN
+    SELECT n.queue_id, n.flow_key AS key, n.tenant_id,
+           sum(CASE WHEN n.status IN ('dispatched', 'running') THEN 1 ELSE 0 END
+             - CASE WHEN o.status IN ('dispatched', 'running') THEN 1 ELSE 0 END)::int AS moved
+      FROM moved_new n JOIN moved_old o ON o.id = n.id
+     WHERE n.flow_key IS NOT NULL AND o.status IS DISTINCT FROM n.status
+     GROUP BY n.queue_id, n.flow_key, n.tenant_id
+    HAVING sum(CASE WHEN n.status IN ('dispatched', 'running') THEN 1 ELSE 0 END
+             - CASE WHEN o.status IN ('dispatched', 'running') THEN 1 ELSE 0 END) <> 0
+     ORDER BY n.queue_id, n.flow_key
+  LOOP
+    IF d.moved > 0 THEN
+      INSERT INTO flow_keys (queue_id, key, tenant_id, in_flight) VALUES (d.queue_id, d.key, d.tenant_id, d.moved)
+      ON CONFLICT (queue_id, key) DO UPDATE SET in_flight = flow_keys.in_flight + d.moved;
+    ELSE
+      UPDATE flow_keys SET in_flight = greatest(in_flight + d.moved, 0) WHERE queue_id = d.queue_id AND key = d.key;
+    END IF;
+  END LOOP;
+  RETURN NULL;
+END $$;
