@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { createPool, sql } from "@tick/db";
+import { waitFor } from "@tick/testing";
 import { itConformsToOpenApi, jobBody, type TestTenant, useConsole } from "./harness";
 
 const suite = useConsole();
@@ -208,6 +209,21 @@ describe("POST /api/v1/jobs", () => {
     expect(over.problem.type).toBe(problemType("quota-exceeded"));
     expect(Number(over.headers.get("retry-after"))).toBeGreaterThan(0);
     expect(await suite.h.prisma.job.count({ where: { tenantId: small.id } })).toBe(3);
+  });
+
+  it("folds the quota's count rows when they pile up, and the quota holds across the fold", async () => {
+    const small = await suite.h.createTenant({ maxPendingJobs: 2 });
+    const client = suite.h.client(small.apiKey);
+    expect((await client.call("createJob", { body: jobBody() })).status).toBe(201);
+    // 600 rows that sum to 0, as 300 creates and their 300 finishes leave them when no scheduler folds them.
+    await suite.h.prisma.$executeRaw`INSERT INTO tenant_live_job_counts (shard, tenant_id, n)
+      SELECT t.shard, t.id, CASE WHEN g % 2 = 0 THEN 1 ELSE -1 END FROM tenants t, generate_series(1, 600) g WHERE t.id = ${small.id}::uuid`;
+    const rows = async () => (await suite.h.prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM tenant_live_job_counts WHERE tenant_id = ${small.id}::uuid`)[0]!.n;
+    expect(await rows()).toBe(601);
+    expect((await client.call("createJob", { body: jobBody() })).status).toBe(201);
+    await waitFor(async () => (await rows()) <= 2, { description: "the console folded the tenant's count rows" });
+    expect((await client.call("createJob", { body: jobBody() })).status).toBe(429);
+    expect(await suite.h.prisma.job.count({ where: { tenantId: small.id } })).toBe(2);
   });
 });
 

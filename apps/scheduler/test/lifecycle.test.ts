@@ -81,6 +81,23 @@ describe("data lifecycle: hot tables hold live work, history is pruned in bounde
     expect(await count(world, `SELECT count(*) AS n FROM jobs WHERE id = ANY($1::uuid[])`, [dead])).toBe(0);
   });
 
+  it("folds each tenant's live-job counts (the pending-job quota's) to one row a round, keeping their sums", async () => {
+    const [one, two] = [await world.createTenant(), await world.createTenant()];
+    for (let i = 0; i < 4; i++) await world.insertJobs(one, 3, { dueInMs: 3_600_000 });
+    await world.insertJobs(two, 2, { dueInMs: 3_600_000 });
+    await world.insertJobs(two, 2, { dueInMs: 3_600_000 });
+    await world.pool.query(`UPDATE jobs SET status = 'cancelled', finished_at = now() WHERE id IN (SELECT id FROM jobs WHERE tenant_id = $1 LIMIT 5)`, [one.id]);
+    const rows = (t: Tenant) => count(world, `SELECT count(*) AS n FROM tenant_live_job_counts WHERE tenant_id = $1`, [t.id]);
+    expect(await rows(one)).toBe(5);
+    const scheduler = world.startScheduler("s1", { maintenance: { archiveAfterMs: 3_600_000 } });
+    await scheduler.init();
+    await scheduler.leaseTick();
+    await scheduler.maintainOnce();
+    expect([await rows(one), await rows(two)]).toEqual([1, 1]);
+    expect((await sql.countPendingJobs(world.pool, one.id)).pending).toBe(7);
+    expect((await sql.countPendingJobs(world.pool, two.id)).pending).toBe(4);
+  });
+
   it("keeps a job an unsettled DLQ replay still watches", async () => {
     const tenant = await world.createTenant();
     const [watched] = await finishedJobs(world, tenant, 1, "succeeded", 120_000);

@@ -231,28 +231,30 @@ export async function findQueuesByName(db: Queryable, tenantId: string, names: s
 
 /**
  * The tenant's jobs not yet finished (scheduled, dispatched, running), in the caller's snapshot: the sum of its
- * rows in tenant_live_job_counts, which triggers on jobs keep (a handful of rows after the maintenance folds them,
- * whatever the backlog).
+ * rows in tenant_live_job_counts, which triggers on jobs keep. `rows` is how many rows the sum read: one per
+ * statement that changed the tenant's live jobs since the last fold (compactLiveJobCounts).
  */
-export async function countPendingJobs(db: Queryable, tenantId: string): Promise<number> {
-  const { rows } = await db.query<{ n: number }>(
-    `SELECT coalesce(sum(n), 0)::int AS n FROM tenant_live_job_counts
+export async function countPendingJobs(db: Queryable, tenantId: string): Promise<{ pending: number; rows: number }> {
+  const { rows } = await db.query<{ pending: number; rows: number }>(
+    `SELECT coalesce(sum(n), 0)::int AS pending, count(*)::int AS rows FROM tenant_live_job_counts
       WHERE shard = (SELECT shard FROM tenants WHERE id = $1) AND tenant_id = $1`,
     [tenantId],
   );
-  return rows[0]!.n;
+  return rows[0]!;
 }
 
 /**
- * Folds the live-job counts (tenant_live_job_counts) of these shards' tenants into one row per tenant, at most
- * `batch` tenants per call, dropping the tenants whose sum is 0; returns the rows deleted. Safe beside any writer
- * and any other fold: a fold deletes the rows its snapshot sees and inserts their sum in the same statement, so a
- * concurrent fold of the same rows finds them gone and adds nothing.
+ * Folds the live-job counts (tenant_live_job_counts) of these shards' tenants (or of the one tenant `tenantId`)
+ * into one row per tenant, at most `batch` tenants per call, dropping the tenants whose sum is 0; returns the rows
+ * deleted. Safe beside any writer and any other fold: a fold deletes the rows its snapshot sees and inserts their
+ * sum in the same statement, so a concurrent fold of the same rows finds them gone and adds nothing.
  */
-export async function compactLiveJobCounts(db: Queryable, shards: readonly number[], batch: number): Promise<number> {
+export async function compactLiveJobCounts(db: Queryable, shards: readonly number[], batch: number, tenantId: string | null = null): Promise<number> {
   const { rows } = await db.query<{ n: number }>(
     `WITH busy AS (
-       SELECT shard, tenant_id FROM tenant_live_job_counts WHERE shard = ANY($1::int[]) GROUP BY shard, tenant_id HAVING count(*) > 1 LIMIT $2
+       SELECT shard, tenant_id FROM tenant_live_job_counts
+        WHERE shard = ANY($1::int[]) AND ($3::uuid IS NULL OR tenant_id = $3)
+        GROUP BY shard, tenant_id HAVING count(*) > 1 LIMIT $2
      ), gone AS (
        DELETE FROM tenant_live_job_counts c USING busy b WHERE c.shard = b.shard AND c.tenant_id = b.tenant_id RETURNING c.shard, c.tenant_id, c.n
      ), folded AS (
@@ -260,7 +262,7 @@ export async function compactLiveJobCounts(db: Queryable, shards: readonly numbe
        SELECT shard, tenant_id, sum(n) FROM gone GROUP BY shard, tenant_id HAVING sum(n) <> 0
      )
      SELECT count(*)::int AS n FROM gone`,
-    [shards, batch],
+    [shards, batch, tenantId],
   );
   return rows[0]!.n;
 }

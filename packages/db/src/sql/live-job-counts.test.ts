@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { createPool } from "../client.js";
@@ -31,11 +30,13 @@ const insert = (t: TestTenant, n: number) =>
 const liveJobs = async (t: TestTenant): Promise<number> =>
   (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs WHERE tenant_id = $1 AND status IN ('scheduled', 'dispatched', 'running')`, [t.id])).rows[0]!.n;
 
+const pending = async (t: TestTenant): Promise<number> => (await countPendingJobs(pool, t.id)).pending;
+
 const countRows = async (t: TestTenant): Promise<number> =>
   (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM tenant_live_job_counts WHERE tenant_id = $1`, [t.id])).rows[0]!.n;
 
 const expectExact = async () => {
-  for (const t of [a, b]) expect(await countPendingJobs(pool, t.id)).toBe(await liveJobs(t));
+  for (const t of [a, b]) expect(await pending(t)).toBe(await liveJobs(t));
 };
 
 const setStatus = (ids: string[], status: string) =>
@@ -45,8 +46,8 @@ describe("the live-job counts behind the pending-job quota", () => {
   it("follow creates, every move in and out of scheduled, dispatched and running, deletes and truncation", async () => {
     const ids = await insert(a, 12);
     const idsB = await insert(b, 5);
-    expect(await countPendingJobs(pool, a.id)).toBe(12);
-    expect(await countPendingJobs(pool, b.id)).toBe(5);
+    expect(await pending(a)).toBe(12);
+    expect(await pending(b)).toBe(5);
 
     // Moves between live states change nothing; finishes subtract; one statement across both tenants.
     await setStatus(ids.slice(0, 6), "dispatched");
@@ -56,8 +57,8 @@ describe("the live-job counts behind the pending-job quota", () => {
     await setStatus([ids[2]!, ids[3]!], "dead");
     await setStatus([ids[4]!], "cancelled");
     await setStatus([ids[5]!, idsB[1]!], "expired");
-    expect(await countPendingJobs(pool, a.id)).toBe(6);
-    expect(await countPendingJobs(pool, b.id)).toBe(3);
+    expect(await pending(a)).toBe(6);
+    expect(await pending(b)).toBe(3);
     // A replay puts a dead job back; a statement that both finishes and revives nets out.
     await setStatus([ids[2]!], "scheduled");
     await pool.query(
@@ -65,15 +66,15 @@ describe("the live-job counts behind the pending-job quota", () => {
       [ids[3], [ids[3], ids[6]]],
     );
     await expectExact();
-    expect(await countPendingJobs(pool, a.id)).toBe(7);
+    expect(await pending(a)).toBe(7);
 
     // Deleting live and finished jobs (a move to history deletes only finished ones).
     await pool.query(`DELETE FROM jobs WHERE id = ANY($1::uuid[])`, [[ids[0], ids[7], ids[8]]]);
     await expectExact();
-    expect(await countPendingJobs(pool, a.id)).toBe(5);
+    expect(await pending(a)).toBe(5);
 
     await pool.query(`TRUNCATE jobs CASCADE`);
-    expect(await countPendingJobs(pool, a.id)).toBe(0);
+    expect(await pending(a)).toBe(0);
     expect((await pool.query(`SELECT 1 FROM tenant_live_job_counts`)).rowCount).toBe(0);
   });
 
@@ -89,17 +90,26 @@ describe("the live-job counts behind the pending-job quota", () => {
     expect(await compactLiveJobCounts(pool, [a.shard], 1_000)).toBe(3);
     expect(await countRows(a)).toBe(1);
     expect(await countRows(b)).toBe(3);
-    expect(await countPendingJobs(pool, a.id)).toBe(6);
+    expect(await pending(a)).toBe(6);
     expect(await compactLiveJobCounts(pool, [a.shard, b.shard], 1_000)).toBe(3);
     expect(await countRows(b)).toBe(1);
     await expectExact();
+    // One tenant of a shard alone.
+    const c = await createTestTenant(pool, { shard: b.shard });
+    await insert(c, 1);
+    await insert(c, 1);
+    await insert(b, 1);
+    expect(await compactLiveJobCounts(pool, [b.shard], 1_000, c.id)).toBe(2);
+    expect(await countRows(c)).toBe(1);
+    expect(await countRows(b)).toBe(2);
+    expect(await compactLiveJobCounts(pool, [b.shard], 1_000)).toBe(2);
     // Nothing to fold: nothing deleted.
     expect(await compactLiveJobCounts(pool, [a.shard, b.shard], 1_000)).toBe(0);
 
     await pool.query(`UPDATE jobs SET status = 'succeeded' WHERE tenant_id = $1`, [b.id]);
     await compactLiveJobCounts(pool, [b.shard], 1_000);
     expect(await countRows(b)).toBe(0);
-    expect(await countPendingJobs(pool, b.id)).toBe(0);
+    expect(await pending(b)).toBe(0);
   });
 
   it("stay exact under concurrent creates, finishes and folds", async () => {

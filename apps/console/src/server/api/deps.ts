@@ -1,4 +1,5 @@
 import { createBreakers } from "@tick/breaker";
+import { sql } from "@tick/db";
 import { createDueIndex } from "@tick/due-index";
 import { createSingleCreates, type CreateSingle, type JobServiceDeps } from "../services/jobs";
 import { getContext } from "../context";
@@ -24,7 +25,16 @@ export function getJobDeps(): JobServiceDeps {
     const env = getEnv();
     const { pool, redis, logger, metrics } = getContext();
     const dueIndex = createDueIndex({ redis, prefix: env.TICK_REDIS_PREFIX });
+    const folding = new Set<string>();
     cached = {
+      foldLiveJobCounts: (shard, tenantId) => {
+        if (folding.has(tenantId)) return;
+        folding.add(tenantId);
+        sql
+          .compactLiveJobCounts(pool, [shard], 1, tenantId)
+          .catch((err: unknown) => logger.warn({ err, tenantId }, "could not fold the tenant's live-job counts (the scheduler folds them too)"))
+          .finally(() => folding.delete(tenantId));
+      },
       noteDue: (shard, tenantId, dueAtMs) => dueIndex.noteDue(shard, tenantId, dueAtMs),
       onOutcomes: (tenantId, outcomes) => metrics.admission(tenantId, tallyAdmission(outcomes)),
       pool,

@@ -21,9 +21,14 @@ export interface JobServiceDeps {
   idempotencyTtlMs: number;
   /** After commit: tell the scheduler's due index (best effort; its reconciliation covers a miss). */
   noteDue: (shard: number, tenantId: string, dueAtMs: number) => Promise<void>;
+  /** Starts a fold of the tenant's live-job count rows on another connection, without waiting (sql.compactLiveJobCounts). */
+  foldLiveJobCounts?: (shard: number, tenantId: string) => void;
   /** Each request's outcomes, for the admission metrics (in-memory counters: the answer does not wait). */
   onOutcomes?: (tenantId: string, outcomes: readonly CreateOutcome[]) => void;
 }
+
+/** A tenant's live-job count summed from more rows than this is folded by the console (the scheduler folds every second). */
+const LIVE_COUNT_ROWS_TO_FOLD = 500;
 
 /** A job to create: validated by its route (a single create), or unvalidated input (a batch item, validated here one by one). */
 export type CreateItem = ({ job: CreateJob } | { input: unknown }) & {
@@ -219,7 +224,10 @@ async function resolveInTransaction(
   };
 
   // Pending-job quota, counted in Postgres so it holds even when Redis is down.
-  const pending = await sql.countPendingJobs(client, tenant.id);
+  const { pending, rows: countRows } = await sql.countPendingJobs(client, tenant.id);
+  // The scheduler folds the count's rows every second; a tenant creating faster than that, or while no scheduler
+  // runs, gets its rows folded here too, so the count stays a short read.
+  if (countRows > LIVE_COUNT_ROWS_TO_FOLD) deps.foldLiveJobCounts?.(tenant.shard, tenant.id);
   let room = Math.max(0, tenant.maxPendingJobs - pending);
   // Replays neither count against the quota nor insert anything, so they are settled first when the quota could
   // refuse some of the items, and for debounced items (their windows are decided before any insert). Otherwise
