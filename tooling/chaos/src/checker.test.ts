@@ -77,6 +77,8 @@ describe("checkInvariants", () => {
     const dup1 = await job("dup", "succeeded", [{ status: "succeeded", token: 1 }]);
     const behind = await job("behind", "succeeded", [{ status: "succeeded", token: 3 }]);
     await pool.query(`UPDATE jobs SET fencing_token = 1 WHERE id = $1`, [behind.id]);
+    // A tenant's quota count one off its live jobs.
+    await pool.query(`INSERT INTO tenant_live_job_counts (shard, tenant_id, n) SELECT shard, tenant_id, 1 FROM jobs WHERE id = $1`, [good.id]);
 
     const sink = {
       keyedCalls: [],
@@ -121,6 +123,7 @@ describe("checkInvariants", () => {
     expect(text).toContain(`job ${behind.id}: fencing token 1 is not its newest attempt's`);
     expect(text).toContain("missing (ok");
     expect(text).toContain("1 jobs still dispatched or running after the drain");
+    expect(text).toContain("1 tenants' pending-job counts differ from their live jobs");
     expect(verdict.rows[0]).toMatchObject({ jobs: 10, rawDuplicateDeliveries: 2 }); // good once, dup once
     expect(verdict.rows[0]!.lost).toBeGreaterThanOrEqual(4);
     expect(verdict.rows[0]!.duplicateEffects).toBe(2);
