@@ -77,8 +77,15 @@ describe("checkInvariants", () => {
     const dup1 = await job("dup", "succeeded", [{ status: "succeeded", token: 1 }]);
     const behind = await job("behind", "succeeded", [{ status: "succeeded", token: 3 }]);
     await pool.query(`UPDATE jobs SET fencing_token = 1 WHERE id = $1`, [behind.id]);
-    // A tenant's quota count one off its live jobs.
+    // A tenant's quota count one off its live jobs (1, stuck), beside another tenant whose count is right.
     await pool.query(`INSERT INTO tenant_live_job_counts (shard, tenant_id, n) SELECT shard, tenant_id, 1 FROM jobs WHERE id = $1`, [good.id]);
+    const other = crypto.randomUUID();
+    await pool.query(`INSERT INTO tenants (id, slug, name, shard, updated_at) VALUES ($1, 't2', 't2', 3, now())`, [other]);
+    await pool.query(
+      `WITH q AS (INSERT INTO queues (id, tenant_id, name, updated_at) VALUES (gen_random_uuid(), $1, 'default', now()) RETURNING id)
+       INSERT INTO jobs (id, tenant_id, queue_id, shard, status, due_at, url, updated_at) SELECT gen_random_uuid(), $1, q.id, 3, 'scheduled', now() + interval '1 hour', 'http://x', now() FROM q, generate_series(1, 3)`,
+      [other],
+    );
 
     const sink = {
       keyedCalls: [],
@@ -123,7 +130,9 @@ describe("checkInvariants", () => {
     expect(text).toContain(`job ${behind.id}: fencing token 1 is not its newest attempt's`);
     expect(text).toContain("missing (ok");
     expect(text).toContain("1 jobs still dispatched or running after the drain");
-    expect(text).toContain("1 tenants' pending-job counts differ from their live jobs");
+    expect(text).toContain(`tenant ${tenant}: pending-job count 2, live jobs 1`);
+    expect(text).not.toContain(`tenant ${other}`);
+    expect(verdict.facts.tenantsWithLiveCountOff).toBe(1);
     expect(verdict.rows[0]).toMatchObject({ jobs: 10, rawDuplicateDeliveries: 2 }); // good once, dup once
     expect(verdict.rows[0]!.lost).toBeGreaterThanOrEqual(4);
     expect(verdict.rows[0]!.duplicateEffects).toBe(2);

@@ -685,6 +685,16 @@ export async function checkInvariants(args: {
   }
 
   const one = async (q: string) => Number((await pool.query<{ n: string }>(q)).rows[0]!.n);
+  // Tenants whose pending-job quota count (the sum the create path reads: its rows under the tenant's shard) is not
+  // their live jobs.
+  const { rows: liveCountsOff } = await pool.query<{ tenant_id: string; counted: string; live: string }>(
+    `SELECT coalesce(c.tenant_id, l.tenant_id) AS tenant_id, coalesce(c.n, 0) AS counted, coalesce(l.n, 0) AS live FROM (
+         SELECT c.tenant_id, sum(c.n) AS n FROM tenant_live_job_counts c JOIN tenants t ON t.id = c.tenant_id AND t.shard = c.shard GROUP BY c.tenant_id
+       ) c
+       FULL JOIN (SELECT tenant_id, count(*) AS n FROM jobs WHERE status IN ('scheduled', 'dispatched', 'running') GROUP BY tenant_id) l
+         ON l.tenant_id = c.tenant_id
+      WHERE coalesce(c.n, 0) <> coalesce(l.n, 0)`,
+  );
   const facts = {
     unpublishedOutboxRows: await one(`SELECT count(*) AS n FROM outbox WHERE published_at IS NULL`),
     dueButUndispatched: await one(`SELECT count(*) AS n FROM jobs WHERE status = 'scheduled' AND due_at < now() - interval '3 seconds'`),
@@ -707,13 +717,7 @@ export async function checkInvariants(args: {
     keyRateMaxInPeriod,
     debounceCreates: debounce.creates,
     debounceWindows: debounce.windows,
-    // Tenants whose pending-job quota count (the sum the create path reads) is not their live jobs.
-    tenantsWithLiveCountOff: await one(
-      `SELECT count(*) AS n FROM (SELECT tenant_id, sum(n) AS n FROM tenant_live_job_counts GROUP BY tenant_id) c
-         FULL JOIN (SELECT tenant_id, count(*) AS n FROM jobs WHERE status IN ('scheduled', 'dispatched', 'running') GROUP BY tenant_id) l
-           ON l.tenant_id = c.tenant_id
-        WHERE coalesce(c.n, 0) <> coalesce(l.n, 0)`,
-    ),
+    tenantsWithLiveCountOff: liveCountsOff.length,
   };
   const { rows: unfinishedReplays } = await pool.query<{ id: string; status: string; status_reason: string | null; total: number; released: number; succeeded: number; failed: number }>(
     `SELECT id, status, status_reason, total, released, succeeded, failed FROM dlq_replays WHERE status <> 'completed'`,
@@ -721,7 +725,7 @@ export async function checkInvariants(args: {
   if (facts.unpublishedOutboxRows > 0) violations.push(`${facts.unpublishedOutboxRows} outbox rows never published`);
   if (facts.dueButUndispatched > 0) violations.push(`${facts.dueButUndispatched} due jobs left undispatched`);
   if (facts.stuckInFlight > 0) violations.push(`${facts.stuckInFlight} jobs still dispatched or running after the drain`);
-  if (facts.tenantsWithLiveCountOff > 0) violations.push(`${facts.tenantsWithLiveCountOff} tenants' pending-job counts differ from their live jobs`);
+  for (const t of liveCountsOff.slice(0, 5)) violations.push(`tenant ${t.tenant_id}: pending-job count ${t.counted}, live jobs ${t.live}`);
   for (const r of unfinishedReplays) {
     violations.push(`DLQ replay ${r.id} ended ${r.status} (${r.released}/${r.total} released, ${r.succeeded} succeeded, ${r.failed} failed)${r.status_reason ? `: ${r.status_reason}` : ""}`);
   }

@@ -128,8 +128,15 @@ export class Maintenance {
       results[at]!.refused ||= pruned.refused;
     }
     // The held shards' tenants' live-job counts, folded to one row each so the quota's read stays short. Not
-    // fenced: a fold is exact whoever runs it, even two at once (sql.compactLiveJobCounts).
-    if (held.length) this.count("live_job_counts_folded", await sql.compactLiveJobCounts(this.pool, held.map((l) => l.shard), this.config.batch));
+    // fenced: a fold is exact whoever runs it, even two at once (sql.compactLiveJobCounts). A failed fold is tried
+    // again next round and does not stop this one.
+    if (held.length) {
+      try {
+        this.count("live_job_counts_folded", await sql.compactLiveJobCounts(this.pool, held.map((l) => l.shard), this.config.batch));
+      } catch (err) {
+        this.logger.warn({ err }, "could not fold the live-job counts this round");
+      }
+    }
     // The deployment-wide part: whoever holds shard 0 (one scheduler at a time, fenced by that lease).
     const lowest = held.find((l) => l.shard === 0);
     if (lowest) await this.runGlobal(lowest);

@@ -245,18 +245,22 @@ export async function countPendingJobs(db: Queryable, tenantId: string): Promise
 
 /**
  * Folds the live-job counts (tenant_live_job_counts) of these shards' tenants (or of the one tenant `tenantId`)
- * into one row per tenant, at most `batch` tenants per call, dropping the tenants whose sum is 0; returns the rows
- * deleted. Safe beside any writer and any other fold: a fold deletes the rows its snapshot sees and inserts their
- * sum in the same statement, so a concurrent fold of the same rows finds them gone and adds nothing.
+ * into one row per tenant, at most `batch` tenants per call (those with the most rows first), dropping the tenants
+ * whose sum is 0; returns the rows deleted. It never waits: it takes the rows it can lock (SKIP LOCKED; rows are
+ * never updated, so a row's ctid stays its own), deletes them and inserts their sum in the same statement, so
+ * beside any writer and any other fold every row is counted exactly once.
  */
 export async function compactLiveJobCounts(db: Queryable, shards: readonly number[], batch: number, tenantId: string | null = null): Promise<number> {
   const { rows } = await db.query<{ n: number }>(
     `WITH busy AS (
        SELECT shard, tenant_id FROM tenant_live_job_counts
         WHERE shard = ANY($1::int[]) AND ($3::uuid IS NULL OR tenant_id = $3)
-        GROUP BY shard, tenant_id HAVING count(*) > 1 LIMIT $2
+        GROUP BY shard, tenant_id HAVING count(*) > 1 ORDER BY count(*) DESC LIMIT $2
+     ), picked AS (
+       SELECT c.ctid AS row FROM tenant_live_job_counts c JOIN busy b ON c.shard = b.shard AND c.tenant_id = b.tenant_id
+          FOR UPDATE OF c SKIP LOCKED
      ), gone AS (
-       DELETE FROM tenant_live_job_counts c USING busy b WHERE c.shard = b.shard AND c.tenant_id = b.tenant_id RETURNING c.shard, c.tenant_id, c.n
+       DELETE FROM tenant_live_job_counts c USING picked p WHERE c.ctid = p.row RETURNING c.shard, c.tenant_id, c.n
      ), folded AS (
        INSERT INTO tenant_live_job_counts (shard, tenant_id, n)
        SELECT shard, tenant_id, sum(n) FROM gone GROUP BY shard, tenant_id HAVING sum(n) <> 0

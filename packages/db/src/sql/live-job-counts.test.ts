@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { createPool } from "../client.js";
 import { createTestDatabase, createTestTenant, newTestJob, testServerUrl, type TestDatabase, type TestTenant } from "../testing.js";
@@ -17,6 +17,10 @@ beforeAll(async () => {
   pool = createPool(db.url, { max: 8 });
   a = await createTestTenant(pool, { shard: 2 });
   b = await createTestTenant(pool, { shard: 5 });
+});
+// Each test starts with no jobs (and so, by the truncate trigger, no counts).
+beforeEach(async () => {
+  await pool.query(`TRUNCATE jobs CASCADE`);
 });
 afterAll(async () => {
   await pool?.end();
@@ -131,14 +135,36 @@ describe("the live-job counts behind the pending-job quota", () => {
         }
       }
     };
-    let folding = true;
-    const folder = async () => {
-      while (folding) await compactLiveJobCounts(pool, [a.shard, b.shard], 1_000);
+    let running = true;
+    const folder = async (shards: number[], tenantId: string | null) => {
+      while (running) await compactLiveJobCounts(pool, shards, 1_000, tenantId);
     };
-    const folders = [folder(), folder()];
-    await Promise.all([writer(a, 60), writer(b, 60), writer(a, 60)]);
-    folding = false;
-    await Promise.all(folders);
+    // Meanwhile the sum and the live jobs, read in one statement (one snapshot), must agree at every moment.
+    const disagreements: string[] = [];
+    const watcher = async () => {
+      while (running) {
+        const { rows } = await pool.query<{ tenant: string; counted: number; live: number }>(
+          `SELECT t.id AS tenant,
+                  (SELECT coalesce(sum(n), 0)::int FROM tenant_live_job_counts c WHERE c.shard = t.shard AND c.tenant_id = t.id) AS counted,
+                  (SELECT count(*)::int FROM jobs j WHERE j.tenant_id = t.id AND j.status IN ('scheduled', 'dispatched', 'running')) AS live
+             FROM tenants t WHERE t.id = ANY($1::uuid[])`,
+          [[a.id, b.id]],
+        );
+        for (const r of rows) if (r.counted !== r.live) disagreements.push(`${r.tenant}: ${r.counted} counted, ${r.live} live`);
+      }
+    };
+    // Two jobs finished and cancelled at once, over and over: a job's two racing updates must count once.
+    const racer = async () => {
+      for (let i = 0; i < 40; i++) {
+        const [id] = await insert(b, 1);
+        await Promise.all([setStatus([id!], "succeeded"), setStatus([id!], "cancelled"), setStatus([id!], "running")]);
+      }
+    };
+    const background = [folder([a.shard, b.shard], null), folder([b.shard, a.shard], null), folder([a.shard], a.id), watcher()];
+    await Promise.all([writer(a, 60), writer(b, 60), writer(a, 60), racer()]);
+    running = false;
+    await Promise.all(background);
+    expect(disagreements).toEqual([]);
     await expectExact();
     await compactLiveJobCounts(pool, [a.shard, b.shard], 1_000);
     expect(await countRows(a)).toBe(1);
