@@ -1,6 +1,9 @@
+import fs from "node:fs";
+import path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { createPool } from "../client.js";
+import { DB_PACKAGE_DIR } from "../migrate.js";
 import { createTestDatabase, createTestTenant, newTestJob, testServerUrl, type TestDatabase, type TestTenant } from "../testing.js";
 import { compactLiveJobCounts, countPendingJobs, insertJobs } from "./jobs.js";
 
@@ -178,5 +181,26 @@ describe("the live-job counts behind the pending-job quota", () => {
     expect((await pool.query<{ n: number }>(`SELECT coalesce(sum(n), 0)::int AS n FROM tenant_live_job_counts WHERE tenant_id = $1`, [c.id])).rows[0]!.n).toBe(0);
     await compactLiveJobCounts(pool, [c.shard], 1_000);
     expect((await pool.query(`SELECT 1 FROM tenant_live_job_counts WHERE tenant_id = $1`, [c.id])).rowCount).toBe(0);
+  });
+
+  it("are counted by the migration from the live jobs a database already holds", async () => {
+    const ids = await insert(a, 5);
+    await insert(b, 3);
+    await setStatus(ids.slice(0, 2), "succeeded");
+    // Back to the schema before the counts, with the jobs in place; then the migrations as Prisma runs them (each
+    // file one multi-statement query: one implicit transaction).
+    await pool.query(`DROP TRIGGER jobs_live_count_insert ON jobs; DROP TRIGGER jobs_live_count_update ON jobs;
+      DROP TRIGGER jobs_live_count_delete ON jobs; DROP TRIGGER jobs_live_count_truncate ON jobs;
+      DROP FUNCTION jobs_live_count_insert(); DROP FUNCTION jobs_live_count_update(); DROP FUNCTION jobs_live_count_delete();
+      DROP FUNCTION jobs_live_count_truncate(); DROP TABLE tenant_live_job_counts`);
+    await insert(a, 4);
+    const migrations = path.resolve(DB_PACKAGE_DIR, "../../prisma/migrations");
+    for (const name of ["20261214010000_tenant_live_job_counts", "20261214020000_live_job_counts_truncate_lock"]) {
+      await pool.query(fs.readFileSync(path.join(migrations, name, "migration.sql"), "utf8"));
+    }
+    expect(await pending(a)).toBe(7);
+    expect(await pending(b)).toBe(3);
+    await insert(a, 1);
+    await expectExact();
   });
 });
