@@ -94,8 +94,8 @@ describe("data lifecycle: hot tables hold live work, history is pruned in bounde
     await scheduler.leaseTick();
     await scheduler.maintainOnce();
     expect([await rows(one), await rows(two)]).toEqual([1, 1]);
-    expect((await sql.countPendingJobs(world.pool, one.id)).pending).toBe(7);
-    expect((await sql.countPendingJobs(world.pool, two.id)).pending).toBe(4);
+    expect((await sql.countPendingJobs(world.pool, one)).pending).toBe(7);
+    expect((await sql.countPendingJobs(world.pool, two)).pending).toBe(4);
   });
 
   it("keeps a job an unsettled DLQ replay still watches", async () => {

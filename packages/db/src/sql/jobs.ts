@@ -232,13 +232,13 @@ export async function findQueuesByName(db: Queryable, tenantId: string, names: s
 /**
  * The tenant's jobs not yet finished (scheduled, dispatched, running), in the caller's snapshot: the sum of its
  * rows in tenant_live_job_counts, which triggers on jobs keep. `rows` is how many rows the sum read: one per
- * statement that changed the tenant's live jobs since the last fold (compactLiveJobCounts).
+ * statement that changed the tenant's live jobs since the last fold (compactLiveJobCounts). The rows sit under the
+ * tenant's shard (fixed at its creation), which the caller already holds from authentication.
  */
-export async function countPendingJobs(db: Queryable, tenantId: string): Promise<{ pending: number; rows: number }> {
+export async function countPendingJobs(db: Queryable, tenant: { id: string; shard: number }): Promise<{ pending: number; rows: number }> {
   const { rows } = await db.query<{ pending: number; rows: number }>(
-    `SELECT coalesce(sum(n), 0)::int AS pending, count(*)::int AS rows FROM tenant_live_job_counts
-      WHERE shard = (SELECT shard FROM tenants WHERE id = $1) AND tenant_id = $1`,
-    [tenantId],
+    `SELECT coalesce(sum(n), 0)::int AS pending, count(*)::int AS rows FROM tenant_live_job_counts WHERE shard = $1 AND tenant_id = $2`,
+    [tenant.shard, tenant.id],
   );
   return rows[0]!;
 }

@@ -37,7 +37,7 @@ const insert = (t: TestTenant, n: number) =>
 const liveJobs = async (t: TestTenant): Promise<number> =>
   (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs WHERE tenant_id = $1 AND status IN ('scheduled', 'dispatched', 'running')`, [t.id])).rows[0]!.n;
 
-const pending = async (t: TestTenant): Promise<number> => (await countPendingJobs(pool, t.id)).pending;
+const pending = async (t: TestTenant): Promise<number> => (await countPendingJobs(pool, t)).pending;
 
 const countRows = async (t: TestTenant): Promise<number> =>
   (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM tenant_live_job_counts WHERE tenant_id = $1`, [t.id])).rows[0]!.n;

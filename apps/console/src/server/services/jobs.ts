@@ -224,7 +224,7 @@ async function resolveInTransaction(
   };
 
   // Pending-job quota, counted in Postgres so it holds even when Redis is down.
-  const { pending, rows: countRows } = await sql.countPendingJobs(client, tenant.id);
+  const { pending, rows: countRows } = await sql.countPendingJobs(client, tenant);
   // The scheduler folds the count's rows every second; a tenant creating faster than that, or while no scheduler
   // runs, gets its rows folded here too, so the count stays a short read.
   if (countRows > LIVE_COUNT_ROWS_TO_FOLD) deps.foldLiveJobCounts?.(tenant.shard, tenant.id);
