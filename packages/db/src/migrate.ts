@@ -5,6 +5,9 @@ import { fileURLToPath } from "node:url";
 /** packages/db, where prisma.config.ts lives (this file runs from src/ in tests and dist/ in apps). */
 export const DB_PACKAGE_DIR = fileURLToPath(new URL("..", import.meta.url));
 
+/** The repository's migration folders, as prisma.config.ts names them (one folder per migration, a migration.sql each). */
+export const MIGRATIONS_DIR = fileURLToPath(new URL("../../../prisma/migrations", import.meta.url));
+
 export interface PrismaCliResult {
   code: number;
   stdout: string;

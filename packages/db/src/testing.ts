@@ -4,7 +4,7 @@ import path from "node:path";
 import pg from "pg";
 import { generateApiKey } from "./api-keys.js";
 import type { PrismaClient } from "./generated/prisma/client.js";
-import { DB_PACKAGE_DIR, migrateDeploy } from "./migrate.js";
+import { migrateDeploy, MIGRATIONS_DIR } from "./migrate.js";
 import { shardForTenant } from "./shards.js";
 import type { NewJob } from "./sql/jobs.js";
 import type { Queryable } from "./sql/types.js";
@@ -62,10 +62,9 @@ function withDatabase(baseUrl: string, name: string): string {
 }
 
 function migrationsFingerprint(): string {
-  const dir = path.resolve(DB_PACKAGE_DIR, "../../prisma/migrations");
   const hash = createHash("sha256");
-  for (const entry of fs.readdirSync(dir, { recursive: true }).map(String).sort()) {
-    const file = path.join(dir, entry);
+  for (const entry of fs.readdirSync(MIGRATIONS_DIR, { recursive: true }).map(String).sort()) {
+    const file = path.join(MIGRATIONS_DIR, entry);
     if (fs.statSync(file).isFile()) hash.update(entry).update(fs.readFileSync(file));
   }
   return hash.digest("hex").slice(0, 12);

@@ -3,7 +3,7 @@ import path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type pg from "pg";
 import { createPool } from "../client.js";
-import { DB_PACKAGE_DIR } from "../migrate.js";
+import { MIGRATIONS_DIR } from "../migrate.js";
 import { createTestDatabase, createTestTenant, newTestJob, testServerUrl, type TestDatabase, type TestTenant } from "../testing.js";
 import { compactLiveJobCounts, countPendingJobs, insertJobs } from "./jobs.js";
 
@@ -194,9 +194,8 @@ describe("the live-job counts behind the pending-job quota", () => {
       DROP FUNCTION jobs_live_count_insert(); DROP FUNCTION jobs_live_count_update(); DROP FUNCTION jobs_live_count_delete();
       DROP FUNCTION jobs_live_count_truncate(); DROP TABLE tenant_live_job_counts`);
     await insert(a, 4);
-    const migrations = path.resolve(DB_PACKAGE_DIR, "../../prisma/migrations");
     for (const name of ["20261214010000_tenant_live_job_counts", "20261214020000_live_job_counts_truncate_lock"]) {
-      await pool.query(fs.readFileSync(path.join(migrations, name, "migration.sql"), "utf8"));
+      await pool.query(fs.readFileSync(path.join(MIGRATIONS_DIR, name, "migration.sql"), "utf8"));
     }
     expect(await pending(a)).toBe(7);
     expect(await pending(b)).toBe(3);
