@@ -3,7 +3,7 @@
 import type { JobState } from "@tick/core";
 import { JOB_STATUS_WRITES, stateLiteral } from "./job-status-writes.js";
 import type { JobTemplateColumns, QueueDefaults } from "./job-template.js";
-import { ATTEMPTS_ALL, JOBS_ALL } from "./lifecycle.js";
+import { ATTEMPTS_ALL, JOB_COLUMNS, JOBS_ALL } from "./lifecycle.js";
 import type { Queryable } from "./types.js";
 
 export interface JobRow {
@@ -313,23 +313,39 @@ export interface ListJobsFilter {
   limit: number;
 }
 
+/** The hot table's jobs that jobs_list_idx holds: all but those in flight (its predicate, word for word). */
+const LISTED = `status IN ('scheduled', 'succeeded', 'dead', 'cancelled', 'expired', 'rate_limited')`;
+/** A tenant's jobs in flight, through jobs_live_idx (led by the tenant's shard and the status). */
+const IN_FLIGHT_OF_TENANT = (tenantParam: string) =>
+  `shard = (SELECT shard FROM tenants WHERE id = ${tenantParam}) AND status IN ('dispatched', 'running') AND tenant_id = ${tenantParam}`;
+
 /**
- * Newest first, keyset-paginated on (created_at, id) so deep pages cost the same as the first; live jobs
- * and history together (a merge of the listing indexes of both).
+ * Newest first, keyset-paginated on (created_at, id) so deep pages cost the same as the first; live jobs and
+ * history together. Three ordered, limited reads merged: the hot table's listing index (which leaves out jobs in
+ * flight, so a claim and a start add no entry to it), the tenant's jobs in flight (at most its max_in_flight), and
+ * history's listing index.
  */
 export async function listJobs(db: Queryable, tenantId: string, f: ListJobsFilter): Promise<JobRow[]> {
+  const match = `tenant_id = $1
+        AND ($2::job_status[] IS NULL OR status = ANY($2::job_status[]))
+        AND ($3::text IS NULL OR queue_id = (SELECT q.id FROM queues q WHERE q.tenant_id = $1 AND q.name = $3))
+        AND ($4::uuid IS NULL OR schedule_id = $4)
+        AND ($5::timestamptz IS NULL OR created_at > $5)
+        AND ($6::timestamptz IS NULL OR created_at < $6)
+        AND ($7::timestamptz IS NULL OR (created_at, id) < ($7, $8::uuid))
+        AND ($10::text IS NULL OR idempotency_key = $10)
+        AND ($11::text IS NULL OR dependency_key = $11)
+        AND ($12::text IS NULL OR flow_key = $12)`;
+  const page = (table: string, where: string) =>
+    `(SELECT ${JOB_COLUMNS} FROM ${table} WHERE ${where} AND ${match} ORDER BY created_at DESC, id DESC LIMIT $9)`;
   const { rows } = await db.query<JobRow>(
-    `SELECT j.*, q.name AS queue_name FROM ${JOBS_ALL} j JOIN queues q ON q.id = j.queue_id
-      WHERE j.tenant_id = $1
-        AND ($2::job_status[] IS NULL OR j.status = ANY($2::job_status[]))
-        AND ($3::text IS NULL OR q.name = $3)
-        AND ($4::uuid IS NULL OR j.schedule_id = $4)
-        AND ($5::timestamptz IS NULL OR j.created_at > $5)
-        AND ($6::timestamptz IS NULL OR j.created_at < $6)
-        AND ($7::timestamptz IS NULL OR (j.created_at, j.id) < ($7, $8::uuid))
-        AND ($10::text IS NULL OR j.idempotency_key = $10)
-        AND ($11::text IS NULL OR j.dependency_key = $11)
-        AND ($12::text IS NULL OR j.flow_key = $12)
+    `SELECT j.*, q.name AS queue_name FROM (
+       ${page("jobs", LISTED)}
+       UNION ALL
+       ${page("jobs", IN_FLIGHT_OF_TENANT("$1"))}
+       UNION ALL
+       ${page("history.jobs", "true")}
+     ) j JOIN queues q ON q.id = j.queue_id
       ORDER BY j.created_at DESC, j.id DESC
       LIMIT $9`,
     [
@@ -439,7 +455,9 @@ export async function countJobsByStatus(db: Queryable, tenantId: string, windowH
   const { rows } = await db.query<{ status: JobRow["status"]; n: number }>(
     `SELECT status, count(*)::int AS n FROM (
        SELECT status FROM jobs
-        WHERE tenant_id = $1 AND (finished_at IS NULL OR status = 'dead' OR finished_at > now() - make_interval(hours => $2))
+        WHERE tenant_id = $1 AND ${LISTED} AND (finished_at IS NULL OR status = 'dead' OR finished_at > now() - make_interval(hours => $2))
+       UNION ALL
+       SELECT status FROM jobs WHERE ${IN_FLIGHT_OF_TENANT("$1")}
        UNION ALL
        SELECT status FROM history.jobs
         WHERE tenant_id = $1 AND finished_at > now() - make_interval(hours => $2) AND status <> 'dead'

@@ -12,9 +12,10 @@ export const ATTEMPTS_ALL = "history.attempts_all";
 
 /**
  * A job's columns, in history's order. The hot table has the same columns in another order (what the hot path
- * changes last, so a new row version on the same page logs only those bytes), so copying between them names them.
+ * changes last, so a new row version on the same page logs only those bytes), so copying between them, or a union
+ * of both, names them.
  */
-const JOB_COLUMNS = `id, tenant_id, queue_id, shard, status, version, due_at, expires_at, priority, idempotency_key, request_hash,
+export const JOB_COLUMNS = `id, tenant_id, queue_id, shard, status, version, due_at, expires_at, priority, idempotency_key, request_hash,
               idempotency_expires_at, method, url, headers, body, timeout_ms, attempt_count, max_attempts, backoff, fencing_token,
               current_attempt_id, dependency_key, callback_url, metadata, last_error, result, schedule_id, occurrence_at, replay_id,
               cancel_requested_at, created_at, updated_at, finished_at, traceparent, tracestate, flow_key, debounce_key`;
