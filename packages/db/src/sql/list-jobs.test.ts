@@ -70,7 +70,7 @@ describe("listJobs", () => {
     const expected = await everyJob(a);
     expect(expected).toHaveLength(80);
     expect(new Set(expected.map((j) => j.status))).toEqual(new Set(STATUSES));
-    expect((await pool.query(`SELECT count(*)::int AS n FROM history.jobs WHERE tenant_id = $1`, [a.id])).rows[0].n).toBeGreaterThan(0);
+    expect((await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM history.jobs WHERE tenant_id = $1`, [a.id])).rows[0]!.n).toBeGreaterThan(0);
     for (const limit of [7, 80, 200]) {
       const got = await allPages(a, limit);
       expect(got.map((j) => [j.id, j.status])).toEqual(expected.map((j) => [j.id, j.status]));
