@@ -4,6 +4,7 @@ import type { JobState } from "@tick/core";
 import { JOB_STATUS_WRITES, stateLiteral } from "./job-status-writes.js";
 import type { JobTemplateColumns, QueueDefaults } from "./job-template.js";
 import { ATTEMPTS_ALL, JOB_COLUMNS, JOBS_ALL } from "./lifecycle.js";
+import { liveJobsOfTenant } from "./live-jobs.js";
 import type { Queryable } from "./types.js";
 
 export interface JobRow {
@@ -315,9 +316,8 @@ export interface ListJobsFilter {
 
 /** The hot table's jobs that jobs_list_idx holds: all but those in flight (its predicate, word for word). */
 const LISTED = `status IN ('scheduled', 'succeeded', 'dead', 'cancelled', 'expired', 'rate_limited')`;
-/** A tenant's jobs in flight, through jobs_live_idx (led by the tenant's shard and the status). */
-const IN_FLIGHT_OF_TENANT = (tenantParam: string) =>
-  `shard = (SELECT shard FROM tenants WHERE id = ${tenantParam}) AND status IN ('dispatched', 'running') AND tenant_id = ${tenantParam}`;
+/** The tenant's (`$1`) jobs in flight, through jobs_live_idx. */
+const IN_FLIGHT_OF_TENANT = liveJobsOfTenant("$1", ["dispatched", "running"]);
 
 /**
  * Newest first, keyset-paginated on (created_at, id) so deep pages cost the same as the first; live jobs and
@@ -342,7 +342,7 @@ export async function listJobs(db: Queryable, tenantId: string, f: ListJobsFilte
     `SELECT j.*, q.name AS queue_name FROM (
        ${page("jobs", LISTED)}
        UNION ALL
-       ${page("jobs", IN_FLIGHT_OF_TENANT("$1"))}
+       ${page("jobs", IN_FLIGHT_OF_TENANT)}
        UNION ALL
        ${page("history.jobs", "true")}
      ) j JOIN queues q ON q.id = j.queue_id
@@ -457,7 +457,7 @@ export async function countJobsByStatus(db: Queryable, tenantId: string, windowH
        SELECT status FROM jobs
         WHERE tenant_id = $1 AND ${LISTED} AND (finished_at IS NULL OR status = 'dead' OR finished_at > now() - make_interval(hours => $2))
        UNION ALL
-       SELECT status FROM jobs WHERE ${IN_FLIGHT_OF_TENANT("$1")}
+       SELECT status FROM jobs WHERE ${IN_FLIGHT_OF_TENANT}
        UNION ALL
        SELECT status FROM history.jobs
         WHERE tenant_id = $1 AND finished_at > now() - make_interval(hours => $2) AND status <> 'dead'
