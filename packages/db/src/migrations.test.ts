@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DB_PACKAGE_DIR, runPrismaCli } from "./migrate.js";
 import { createTestDatabase, testServerUrl, type TestDatabase } from "./testing.js";
@@ -18,6 +19,18 @@ describe("migrations", () => {
     db = await createTestDatabase(testServerUrl());
   }, 120_000);
   afterAll(async () => db?.drop());
+
+  /** Runs `fn` with a client of the migrated database, closed afterwards. */
+  const withClient = async <T>(fn: (client: pg.Client) => Promise<T>): Promise<T> => {
+    const { default: pgModule } = await import("pg");
+    const client = new pgModule.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      return await fn(client);
+    } finally {
+      await client.end();
+    }
+  };
 
   it("leave the database exactly as schema.prisma describes it (no drift)", async () => {
     const result = await diffAgainst(db, schemaPath);
@@ -39,11 +52,8 @@ describe("migrations", () => {
     }
   }, 60_000);
 
-  it("keep history's tables and views column for column with the hot tables (the move copies every column)", async () => {
-    const pg = (await import("pg")).default;
-    const client = new pg.Client({ connectionString: db.url });
-    await client.connect();
-    try {
+  it("keep history's tables and views column for column with the hot tables (the move copies every column)", () =>
+    withClient(async (client) => {
       const columns = async (schema: string, table: string) =>
         (
           await client.query<{ c: string }>(
@@ -64,18 +74,12 @@ describe("migrations", () => {
       expect(historyAttempts).toContain("job_finished_at timestamp with time zone");
       expect(await columns("history", "jobs_all")).toEqual(await columns("history", "jobs"));
       expect(await columns("history", "attempts_all")).toEqual(attempts);
-    } finally {
-      await client.end();
-    }
-  });
+    }));
 
-  it("put what a claim, a start and a completion change together at the end of the job row", async () => {
-    // A new row version on its old page is logged without the bytes that match before the first change and after
-    // the last: columns the hot path changes, placed elsewhere, would widen every claim's, start's and end's record.
-    const pg = (await import("pg")).default;
-    const client = new pg.Client({ connectionString: db.url });
-    await client.connect();
-    try {
+  // A new row version on its old page is logged without the bytes that match before the first change and after
+  // the last: columns the hot path changes, placed elsewhere, would widen every claim's, start's and end's record.
+  it("put what a claim, a start and a completion change together at the end of the job row", () =>
+    withClient(async (client) => {
       const { rows } = await client.query<{ column_name: string }>(
         `SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = 'jobs' ORDER BY ordinal_position`,
       );
@@ -92,22 +96,13 @@ describe("migrations", () => {
         ["attempts", "fillfactor=35"],
         ["jobs", "fillfactor=50"],
       ]);
-    } finally {
-      await client.end();
-    }
-  });
+    }));
 
-  it("created the hot-path partial indexes", async () => {
-    const pg = (await import("pg")).default;
-    const client = new pg.Client({ connectionString: db.url });
-    await client.connect();
-    try {
+  it("created the hot-path partial indexes", () =>
+    withClient(async (client) => {
       const { rows } = await client.query<{ indexdef: string }>(
         "SELECT indexdef FROM pg_indexes WHERE indexname = 'jobs_due_idx'",
       );
       expect(rows[0]?.indexdef).toMatch(/WHERE \(\(status = 'scheduled'::job_status\) AND \(flow_key IS NULL\)\)/);
-    } finally {
-      await client.end();
-    }
-  });
+    }));
 });
